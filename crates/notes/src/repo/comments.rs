@@ -1,0 +1,97 @@
+use diesel::prelude::*;
+use pagination::Page;
+use storage::DbConnection;
+
+use crate::schema::comments;
+use crate::{Comment, CommentInput, Error};
+
+type Row = (i64, i64, String);
+const COLUMNS: (comments::id, comments::note_id, comments::body) =
+    (comments::id, comments::note_id, comments::body);
+
+fn to_comment((id, note_id, body): Row) -> Comment {
+    Comment { id, note_id, body }
+}
+
+/// A comment row whose note vanished between the check and the insert is a missing note.
+fn note_gone(note_id: i64) -> impl Fn(diesel::result::Error) -> Error {
+    move |e| match e {
+        diesel::result::Error::DatabaseError(
+            diesel::result::DatabaseErrorKind::ForeignKeyViolation,
+            _,
+        ) => Error::NoteNotFound { id: note_id },
+        other => Error::Storage(other),
+    }
+}
+
+/// The comments of one note by id ascending, and their count. The note must exist.
+pub fn list(
+    conn: &mut DbConnection,
+    note_id: i64,
+    page: Page,
+) -> Result<(Vec<Comment>, i64), Error> {
+    super::notes::ensure_exists(conn, note_id)?;
+    let of_note = comments::table.filter(comments::note_id.eq(note_id));
+    let rows: Vec<Row> = of_note
+        .select(COLUMNS)
+        .order(comments::id.asc())
+        .limit(page.limit)
+        .offset(page.offset)
+        .load(conn)?;
+    let total: i64 = of_note.count().get_result(conn)?;
+    Ok((rows.into_iter().map(to_comment).collect(), total))
+}
+
+pub fn create(
+    conn: &mut DbConnection,
+    note_id: i64,
+    input: &CommentInput,
+) -> Result<Comment, Error> {
+    super::notes::ensure_exists(conn, note_id)?;
+    diesel::insert_into(comments::table)
+        .values((
+            comments::note_id.eq(note_id),
+            comments::body.eq(&input.body),
+        ))
+        .returning(COLUMNS)
+        .get_result::<Row>(conn)
+        .map(to_comment)
+        .map_err(note_gone(note_id))
+}
+
+/// A comment of that note; a comment id of another note is not found.
+pub fn get(conn: &mut DbConnection, note_id: i64, id: i64) -> Result<Comment, Error> {
+    super::notes::ensure_exists(conn, note_id)?;
+    comments::table
+        .filter(comments::id.eq(id).and(comments::note_id.eq(note_id)))
+        .select(COLUMNS)
+        .first::<Row>(conn)
+        .optional()?
+        .map(to_comment)
+        .ok_or(Error::CommentNotFound { note_id, id })
+}
+
+pub fn update(
+    conn: &mut DbConnection,
+    note_id: i64,
+    id: i64,
+    input: &CommentInput,
+) -> Result<Comment, Error> {
+    super::notes::ensure_exists(conn, note_id)?;
+    diesel::update(comments::table.filter(comments::id.eq(id).and(comments::note_id.eq(note_id))))
+        .set(comments::body.eq(&input.body))
+        .returning(COLUMNS)
+        .get_result::<Row>(conn)
+        .optional()?
+        .map(to_comment)
+        .ok_or(Error::CommentNotFound { note_id, id })
+}
+
+pub fn delete(conn: &mut DbConnection, note_id: i64, id: i64) -> Result<(), Error> {
+    super::notes::ensure_exists(conn, note_id)?;
+    let target = comments::table.filter(comments::id.eq(id).and(comments::note_id.eq(note_id)));
+    match diesel::delete(target).execute(conn)? {
+        0 => Err(Error::CommentNotFound { note_id, id }),
+        _ => Ok(()),
+    }
+}

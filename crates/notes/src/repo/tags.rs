@@ -1,0 +1,75 @@
+use diesel::prelude::*;
+use pagination::Page;
+use storage::DbConnection;
+
+use crate::schema::tags;
+use crate::{Error, Tag, TagInput};
+
+type Row = (i64, String);
+const COLUMNS: (tags::id, tags::name) = (tags::id, tags::name);
+
+fn to_tag((id, name): Row) -> Tag {
+    Tag { id, name }
+}
+
+fn duplicate(input: &TagInput) -> impl Fn(diesel::result::Error) -> Error + '_ {
+    move |e| {
+        if storage::is_unique_violation(&e) {
+            Error::DuplicateTagName {
+                name: input.name.clone(),
+            }
+        } else {
+            Error::Storage(e)
+        }
+    }
+}
+
+pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<Tag>, i64), Error> {
+    let rows: Vec<Row> = tags::table
+        .select(COLUMNS)
+        .order(tags::id.asc())
+        .limit(page.limit)
+        .offset(page.offset)
+        .load(conn)?;
+    let total: i64 = tags::table.count().get_result(conn)?;
+    Ok((rows.into_iter().map(to_tag).collect(), total))
+}
+
+/// Creates a tag; a name that exists already is `DuplicateTagName` (the unique index decides,
+/// so two concurrent creates of one name cannot both win).
+pub fn create(conn: &mut DbConnection, input: &TagInput) -> Result<Tag, Error> {
+    diesel::insert_into(tags::table)
+        .values(tags::name.eq(&input.name))
+        .returning(COLUMNS)
+        .get_result::<Row>(conn)
+        .map(to_tag)
+        .map_err(duplicate(input))
+}
+
+pub fn get(conn: &mut DbConnection, id: i64) -> Result<Tag, Error> {
+    tags::table
+        .find(id)
+        .select(COLUMNS)
+        .first::<Row>(conn)
+        .optional()?
+        .map(to_tag)
+        .ok_or(Error::TagNotFound { id })
+}
+
+pub fn update(conn: &mut DbConnection, id: i64, input: &TagInput) -> Result<Tag, Error> {
+    diesel::update(tags::table.find(id))
+        .set(tags::name.eq(&input.name))
+        .returning(COLUMNS)
+        .get_result::<Row>(conn)
+        .optional()
+        .map_err(duplicate(input))?
+        .map(to_tag)
+        .ok_or(Error::TagNotFound { id })
+}
+
+pub fn delete(conn: &mut DbConnection, id: i64) -> Result<(), Error> {
+    match diesel::delete(tags::table.find(id)).execute(conn)? {
+        0 => Err(Error::TagNotFound { id }),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,205 @@
+use std::fmt;
+
+/// Every problem type this service answers with. The slug is the last segment of the `type` URI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Slug {
+    BadRequest,
+    InvalidBody,
+    Unauthorized,
+    InvalidSignature,
+    Forbidden,
+    NotFound,
+    MethodNotAllowed,
+    Conflict,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    ValidationFailed,
+    InsufficientFunds,
+    AccountClosed,
+    TooManyRequests,
+    InternalServerError,
+    ServiceUnavailable,
+}
+
+impl Slug {
+    pub const ALL: [Slug; 16] = [
+        Slug::BadRequest,
+        Slug::InvalidBody,
+        Slug::Unauthorized,
+        Slug::InvalidSignature,
+        Slug::Forbidden,
+        Slug::NotFound,
+        Slug::MethodNotAllowed,
+        Slug::Conflict,
+        Slug::PayloadTooLarge,
+        Slug::UnsupportedMediaType,
+        Slug::ValidationFailed,
+        Slug::InsufficientFunds,
+        Slug::AccountClosed,
+        Slug::TooManyRequests,
+        Slug::InternalServerError,
+        Slug::ServiceUnavailable,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Slug::BadRequest => "bad-request",
+            Slug::InvalidBody => "invalid-body",
+            Slug::Unauthorized => "unauthorized",
+            Slug::InvalidSignature => "invalid-signature",
+            Slug::Forbidden => "forbidden",
+            Slug::NotFound => "not-found",
+            Slug::MethodNotAllowed => "method-not-allowed",
+            Slug::Conflict => "conflict",
+            Slug::PayloadTooLarge => "payload-too-large",
+            Slug::UnsupportedMediaType => "unsupported-media-type",
+            Slug::ValidationFailed => "validation-failed",
+            Slug::InsufficientFunds => "insufficient-funds",
+            Slug::AccountClosed => "account-closed",
+            Slug::TooManyRequests => "too-many-requests",
+            Slug::InternalServerError => "internal-server-error",
+            Slug::ServiceUnavailable => "service-unavailable",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Slug> {
+        Slug::ALL.into_iter().find(|slug| slug.as_str() == s)
+    }
+
+    /// The HTTP status this problem type is always answered with.
+    pub fn status(self) -> u16 {
+        match self {
+            Slug::BadRequest | Slug::InvalidBody => 400,
+            Slug::Unauthorized | Slug::InvalidSignature => 401,
+            Slug::Forbidden => 403,
+            Slug::NotFound => 404,
+            Slug::MethodNotAllowed => 405,
+            Slug::Conflict | Slug::AccountClosed => 409,
+            Slug::PayloadTooLarge => 413,
+            Slug::UnsupportedMediaType => 415,
+            Slug::ValidationFailed | Slug::InsufficientFunds => 422,
+            Slug::TooManyRequests => 429,
+            Slug::InternalServerError => 500,
+            Slug::ServiceUnavailable => 503,
+        }
+    }
+
+    /// The short, stable summary of the problem type (RFC 9457 `title`).
+    pub fn title(self) -> &'static str {
+        match self {
+            Slug::BadRequest => "Bad request.",
+            Slug::InvalidBody => "event_type (string) is required.",
+            Slug::Unauthorized => "Authentication required.",
+            Slug::InvalidSignature => "Invalid webhook signature.",
+            Slug::Forbidden => "Forbidden.",
+            Slug::NotFound => "Resource not found.",
+            Slug::MethodNotAllowed => "Method not allowed.",
+            Slug::Conflict => "Conflict.",
+            Slug::PayloadTooLarge => "Payload too large.",
+            Slug::UnsupportedMediaType => "Unsupported media type.",
+            Slug::ValidationFailed => "Validation failed.",
+            Slug::InsufficientFunds => "Insufficient funds.",
+            Slug::AccountClosed => "Account closed.",
+            Slug::TooManyRequests => "Too many requests.",
+            Slug::InternalServerError => "Internal server error.",
+            Slug::ServiceUnavailable => "Service unavailable.",
+        }
+    }
+
+    /// A paragraph for the human-readable page served at `/problems/{slug}`.
+    pub fn description(self) -> &'static str {
+        match self {
+            Slug::BadRequest => "The request was malformed and could not be processed.",
+            Slug::InvalidBody => {
+                "A webhook delivery had a valid signature, but its body was not a JSON object \
+                 with a string event_type member."
+            }
+            Slug::Unauthorized => {
+                "The request lacks valid credentials for this resource. See the WWW-Authenticate \
+                 header for the expected scheme."
+            }
+            Slug::InvalidSignature => {
+                "The X-Webhook-Signature header was missing, malformed, outside the 300-second \
+                 tolerance window, or did not match the body. The detail names the reason."
+            }
+            Slug::Forbidden => "The credentials are valid but do not allow this operation.",
+            Slug::NotFound => "The addressed resource does not exist.",
+            Slug::MethodNotAllowed => {
+                "The resource exists but does not support this method. The Allow header lists \
+                 the methods it does support."
+            }
+            Slug::Conflict => {
+                "The request conflicts with the current state of the resource, for example a \
+                 duplicate unique value or a stale expected sequence."
+            }
+            Slug::PayloadTooLarge => {
+                "The request body is larger than the configured limit (member max_bytes)."
+            }
+            Slug::UnsupportedMediaType => "The request body must be sent as application/json.",
+            Slug::ValidationFailed => {
+                "One or more inputs are invalid. The errors member lists every invalid field with \
+                 a message and a machine-readable code."
+            }
+            Slug::InsufficientFunds => "A withdrawal was larger than the account's balance.",
+            Slug::AccountClosed => "The account is closed and accepts no further events.",
+            Slug::TooManyRequests => {
+                "The client sent too many requests. Retry after the number of seconds in the \
+                 Retry-After header."
+            }
+            Slug::InternalServerError => {
+                "The server failed unexpectedly. The response carries no internals; quote the \
+                 X-Request-Id header when reporting it."
+            }
+            Slug::ServiceUnavailable => "A dependency of the service is unavailable.",
+        }
+    }
+}
+
+impl fmt::Display for Slug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_round_trip_and_are_unique() {
+        for slug in Slug::ALL {
+            assert_eq!(Slug::parse(slug.as_str()), Some(slug));
+        }
+        let mut names: Vec<_> = Slug::ALL.iter().map(|s| s.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Slug::ALL.len());
+    }
+
+    #[test]
+    fn statuses_match_the_spec_table() {
+        assert_eq!(Slug::BadRequest.status(), 400);
+        assert_eq!(Slug::InvalidBody.status(), 400);
+        assert_eq!(Slug::Unauthorized.status(), 401);
+        assert_eq!(Slug::InvalidSignature.status(), 401);
+        assert_eq!(Slug::NotFound.status(), 404);
+        assert_eq!(Slug::PayloadTooLarge.status(), 413);
+        assert_eq!(Slug::ValidationFailed.status(), 422);
+        assert_eq!(Slug::TooManyRequests.status(), 429);
+        assert_eq!(Slug::InternalServerError.status(), 500);
+    }
+
+    #[test]
+    fn spec_titles_are_exact() {
+        assert_eq!(Slug::InvalidSignature.title(), "Invalid webhook signature.");
+        assert_eq!(
+            Slug::InvalidBody.title(),
+            "event_type (string) is required."
+        );
+    }
+
+    #[test]
+    fn unknown_slug_does_not_parse() {
+        assert_eq!(Slug::parse("teapot"), None);
+    }
+}

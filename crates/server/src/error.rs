@@ -1,0 +1,191 @@
+//! The one `ResponseError` of the service. Every failure becomes an [`ApiError`] carrying a
+//! [`Problem`]; the `problems` middleware renders it (it knows the request, so it can resolve
+//! `type` against the configured or derived base URL and stamp the request id).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use apistos::paths::{MediaType, Response};
+use apistos::reference_or::ReferenceOr;
+use apistos::{ApiErrorComponent, ApistosSchema, OpenApiVersion, VersionSpecificSchema};
+use problem_details::{Problem, ToProblem};
+
+/// A problem on its way to the client, plus the cause for the log (never for the client).
+#[derive(Debug)]
+pub struct ApiError {
+    pub problem: Box<Problem>,
+    cause: Option<String>,
+}
+
+impl ApiError {
+    pub fn new(problem: Problem) -> Self {
+        ApiError {
+            problem: Box::new(problem),
+            cause: None,
+        }
+    }
+
+    /// A 500 whose cause goes to the log only.
+    pub fn internal(cause: impl fmt::Display) -> Self {
+        ApiError {
+            problem: Box::new(Problem::internal()),
+            cause: Some(cause.to_string()),
+        }
+    }
+}
+
+/// The full source chain of an error, for the log line of a 500.
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+impl<E> From<E> for ApiError
+where
+    E: ToProblem + std::error::Error,
+{
+    fn from(err: E) -> Self {
+        let problem = err.to_problem();
+        let cause = (problem.status >= 500).then(|| chain(&err));
+        ApiError {
+            problem: Box::new(problem),
+            cause,
+        }
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.problem)
+    }
+}
+
+/// Stored in the response's extensions; the `problems` middleware turns it into the body.
+#[derive(Debug, Clone)]
+pub struct PendingProblem {
+    pub problem: Problem,
+    pub cause: Option<String>,
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut res = HttpResponse::build(self.status_code()).finish();
+        res.extensions_mut().insert(PendingProblem {
+            problem: (*self.problem).clone(),
+            cause: self.cause.clone(),
+        });
+        res
+    }
+}
+
+pub const PROBLEM_SCHEMA: &str = "Problem";
+pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
+
+/// JSON Schema of the RFC 9457 body (with this service's `errors[]` member).
+pub fn problem_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "description": "RFC 9457 problem details.",
+        "required": ["type", "title", "status", "detail"],
+        "properties": {
+            "type": {"type": "string", "description": "URI {PROBLEM_BASE_URL}/<slug>"},
+            "title": {"type": "string"},
+            "status": {"type": "integer"},
+            "detail": {"type": "string"},
+            "errors": {
+                "type": "array",
+                "description": "Every invalid field (422 only).",
+                "items": {
+                    "type": "object",
+                    "required": ["field", "message", "code"],
+                    "properties": {
+                        "field": {"type": "string"},
+                        "message": {"type": "string"},
+                        "code": {
+                            "type": "string",
+                            "enum": ["required", "too_long", "invalid", "out_of_range", "invalid_type"]
+                        }
+                    }
+                }
+            },
+            "max_bytes": {"type": "integer", "description": "The body size limit (413 only)."}
+        }
+    })
+}
+
+/// Statuses any operation may document; each operation picks its own with `error_code`.
+const DOCUMENTED: [(u16, &str); 10] = [
+    (400, "Malformed request."),
+    (401, "Missing or invalid credentials."),
+    (403, "Credentials do not allow this operation."),
+    (404, "The resource does not exist."),
+    (409, "Conflict with the current state."),
+    (413, "The body exceeds MAX_BODY_BYTES."),
+    (415, "The body is not application/json."),
+    (422, "Invalid input; `errors` lists every invalid field."),
+    (429, "Rate limit exceeded."),
+    (503, "A dependency is unavailable."),
+];
+
+impl ApiErrorComponent for ApiError {
+    fn schemas_by_status_code(
+        oas_version: OpenApiVersion,
+    ) -> BTreeMap<String, (String, ReferenceOr<ApistosSchema>)> {
+        let schema = ApistosSchema::from_value(&problem_schema(), oas_version);
+        DOCUMENTED
+            .iter()
+            .map(|(code, _)| {
+                (
+                    code.to_string(),
+                    (
+                        PROBLEM_SCHEMA.to_owned(),
+                        ReferenceOr::Object(schema.clone()),
+                    ),
+                )
+            })
+            .collect()
+    }
+
+    fn error_responses(oas_version: OpenApiVersion) -> Vec<(String, Response)> {
+        DOCUMENTED
+            .iter()
+            .map(|(code, description)| {
+                (code.to_string(), problem_response(description, oas_version))
+            })
+            .collect()
+    }
+}
+
+pub fn problem_response(description: &str, oas_version: OpenApiVersion) -> Response {
+    let schema = match oas_version {
+        OpenApiVersion::OAS3_0 => VersionSpecificSchema::OAS3_0(ReferenceOr::Reference {
+            _ref: format!("#/components/schemas/{PROBLEM_SCHEMA}"),
+        }),
+        OpenApiVersion::OAS3_1 => {
+            VersionSpecificSchema::OAS3_1(ApistosSchema::from_value(&problem_schema(), oas_version))
+        }
+    };
+    Response {
+        description: description.to_owned(),
+        content: BTreeMap::from([(
+            PROBLEM_CONTENT_TYPE.to_owned(),
+            MediaType {
+                schema: Some(schema),
+                ..Default::default()
+            },
+        )]),
+        ..Default::default()
+    }
+}

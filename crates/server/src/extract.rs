@@ -1,0 +1,189 @@
+//! Extractors that answer in problem details: a JSON object body (415/413/422 decided here) and
+//! raw query values (so "not an integer" can be told from "out of range" by the domain rules).
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::header::CONTENT_TYPE;
+use actix_web::{FromRequest, HttpRequest, web};
+use apistos::paths::{Parameter, RequestBody};
+use apistos::reference_or::ReferenceOr;
+use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
+use problem_details::{FieldError, FieldErrorCode, Problem, Slug};
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+
+/// The body as a JSON object. `T` is the documented request schema only: the domain crate
+/// validates the members itself, so every invalid field is reported at once.
+pub struct JsonObject<T> {
+    pub object: Map<String, Value>,
+    _doc: PhantomData<T>,
+}
+
+impl<T> std::ops::Deref for JsonObject<T> {
+    type Target = Map<String, Value>;
+    fn deref(&self) -> &Self::Target {
+        &self.object
+    }
+}
+
+/// Checks the media type: absent is read as JSON; anything but `application/json` or
+/// `application/*+json` is 415.
+fn check_content_type(req: &HttpRequest) -> Result<(), ApiError> {
+    let Some(value) = req.headers().get(CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let essence = value
+        .to_str()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let json = essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"));
+    if json {
+        Ok(())
+    } else {
+        Err(ApiError::new(Problem::new(
+            Slug::UnsupportedMediaType,
+            "The request body must be sent with Content-Type: application/json.",
+        )))
+    }
+}
+
+pub fn body_error(message: &str) -> ApiError {
+    ApiError::new(Problem::validation(vec![FieldError::new(
+        "body",
+        FieldErrorCode::Invalid,
+        message,
+    )]))
+}
+
+/// Reads the body within the configured cap (`web::PayloadConfig`): 413 beyond it, also for
+/// chunked bodies whose length is unknown up front.
+pub async fn read_body(req: &HttpRequest, payload: &mut Payload) -> Result<web::Bytes, ApiError> {
+    web::Bytes::from_request(req, payload)
+        .await
+        .map_err(|e| crate::middleware::problems::payload_error(req, &e))
+}
+
+impl<T: 'static> FromRequest for JsonObject<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        let mut payload = payload.take();
+        Box::pin(async move {
+            check_content_type(&req)?;
+            let bytes = read_body(&req, &mut payload).await?;
+            let value: Value = serde_json::from_slice(&bytes)
+                .map_err(|_| body_error("The request body must be valid JSON."))?;
+            match value {
+                Value::Object(object) => Ok(JsonObject {
+                    object,
+                    _doc: PhantomData,
+                }),
+                _ => Err(body_error("The request body must be a JSON object.")),
+            }
+        })
+    }
+}
+
+impl<T: ApiComponent> ApiComponent for JsonObject<T> {
+    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
+        T::child_schemas(v)
+    }
+    fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
+        T::raw_schema(v)
+    }
+    fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
+        T::schema(v)
+    }
+    fn request_body(v: OpenApiVersion, description: Option<String>) -> Option<RequestBody> {
+        <web::Json<T> as ApiComponent>::request_body(v, description)
+    }
+}
+
+/// The raw query string values (first occurrence of each name wins). `T` documents the
+/// parameters; the domain crate parses the values.
+pub struct RawQuery<T> {
+    pairs: Vec<(String, String)>,
+    _doc: PhantomData<T>,
+}
+
+impl<T> RawQuery<T> {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl<T: 'static> FromRequest for RawQuery<T> {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let pairs = url_pairs(req.query_string());
+        std::future::ready(Ok(RawQuery {
+            pairs,
+            _doc: PhantomData,
+        }))
+    }
+}
+
+/// Decodes the query leniently (invalid UTF-8 becomes U+FFFD; the domain rules then reject it).
+fn url_pairs(query: &str) -> Vec<(String, String)> {
+    form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+impl<T: ApiComponent> ApiComponent for RawQuery<T> {
+    fn required() -> bool {
+        false
+    }
+    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
+        T::child_schemas(v)
+    }
+    fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
+        T::raw_schema(v)
+    }
+    fn schema(_: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
+        None
+    }
+    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
+        None
+    }
+    fn parameters(v: OpenApiVersion, description: Option<String>) -> Vec<Parameter> {
+        <web::Query<T> as ApiComponent>::parameters(v, description)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_query_pairs() {
+        assert_eq!(
+            url_pairs("a=1&b=x%20y&c&d=%zz&e=%41+b&&f=%"),
+            vec![
+                ("a".into(), "1".into()),
+                ("b".into(), "x y".into()),
+                ("c".into(), "".into()),
+                ("d".into(), "%zz".into()),
+                ("e".into(), "A b".into()),
+                ("f".into(), "%".into()),
+            ]
+        );
+        assert_eq!(url_pairs("x=%FF")[0].1, "\u{FFFD}");
+    }
+}

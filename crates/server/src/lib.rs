@@ -1,0 +1,13 @@
+//! The HTTP service: actix-web wiring around the domain crates. Start with [`Application`].
+
+pub mod app;
+pub mod db;
+pub mod error;
+pub mod extract;
+pub mod middleware;
+pub mod openapi;
+pub mod routes;
+pub mod settings;
+
+pub use app::{AppInfo, Application};
+pub use settings::{Secret, Settings};

@@ -1,0 +1,70 @@
+//! Request id and security headers on every response, errors included.
+
+use actix_web::HttpMessage;
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderName, HeaderValue};
+use actix_web::middleware::Next;
+
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// The id of the current request, in the request's extensions.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+/// The caller's id when it is 1–128 characters of `[A-Za-z0-9._-]`, else a new UUID v4.
+pub fn accept_request_id(given: Option<&str>) -> String {
+    match given {
+        Some(id)
+            if (1..=128).contains(&id.len())
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) =>
+        {
+            id.to_owned()
+        }
+        _ => uuid::Uuid::new_v4().to_string(),
+    }
+}
+
+pub async fn stamp(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let id = accept_request_id(req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()));
+    req.extensions_mut().insert(RequestId(id.clone()));
+    let is_docs = req.path() == "/docs" || req.path().starts_with("/docs/");
+    let mut res = next.call(req).await?;
+    let headers = res.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        headers.insert(HeaderName::from_static(REQUEST_ID), value);
+    }
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    if !is_docs && !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids() {
+        assert_eq!(accept_request_id(Some("abc-1.2_3")), "abc-1.2_3");
+        assert_eq!(accept_request_id(Some(&"a".repeat(128))), "a".repeat(128));
+        assert_ne!(accept_request_id(Some(&"a".repeat(129))), "a".repeat(129));
+        assert_ne!(accept_request_id(Some("has space")), "has space");
+        assert_ne!(accept_request_id(Some("")), "");
+        assert_eq!(accept_request_id(None).len(), 36);
+    }
+}

@@ -1,0 +1,159 @@
+use actix_web::web::{Data, Json, Path};
+use apistos::actix::{CreatedJson, NoContent};
+use apistos::web::{ServiceConfig, delete, get, post, put, resource};
+use apistos::{ApiComponent, api_operation};
+use notes::{Comment, CommentInput, repo};
+use pagination::Page;
+use problem_details::Problem;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use apistos::schemars;
+
+use super::dto::PageQuery;
+use super::notes::NotePath;
+use crate::db::Db;
+use crate::error::ApiError;
+use crate::extract::{JsonObject, RawQuery};
+
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct CommentDto {
+    pub id: i64,
+    pub note_id: i64,
+    pub body: String,
+}
+
+impl From<Comment> for CommentDto {
+    fn from(c: Comment) -> Self {
+        CommentDto {
+            id: c.id,
+            note_id: c.note_id,
+            body: c.body,
+        }
+    }
+}
+
+/// A comment's body: required, not blank.
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct CommentBody {
+    #[schemars(length(min = 1, max = 5000), regex(pattern = super::dto::TEXT_PATTERN))]
+    pub body: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct CommentPath {
+    pub note_id: i64,
+    pub comment_id: i64,
+}
+
+crate::list_dto!(CommentList, CommentDto);
+
+/// List a note's comments
+#[api_operation(
+    operation_id = "list_comments",
+    tag = "comments",
+    error_code = 404,
+    error_code = 422
+)]
+pub async fn list(
+    db: Data<Db>,
+    path: Path<NotePath>,
+    q: RawQuery<PageQuery>,
+) -> Result<Json<CommentList>, ApiError> {
+    let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
+    let note_id = path.note_id;
+    let (items, total) = db
+        .run(move |c| repo::comments::list(c, note_id, page))
+        .await?;
+    Ok(Json(
+        pagination::ListEnvelope::new(items, page, total).into(),
+    ))
+}
+
+/// Comment on a note
+#[api_operation(
+    operation_id = "create_comment",
+    tag = "comments",
+    error_code = 404,
+    error_code = 413,
+    error_code = 415,
+    error_code = 422
+)]
+pub async fn create(
+    db: Data<Db>,
+    path: Path<NotePath>,
+    body: JsonObject<CommentBody>,
+) -> Result<CreatedJson<CommentDto>, ApiError> {
+    let (note_id, input) = (path.note_id, CommentInput::from_json(&body)?);
+    let comment = db
+        .run(move |c| repo::comments::create(c, note_id, &input))
+        .await?;
+    Ok(CreatedJson(comment.into()))
+}
+
+/// Get a comment
+#[api_operation(operation_id = "get_comment", tag = "comments", error_code = 404)]
+pub async fn get_one(db: Data<Db>, path: Path<CommentPath>) -> Result<Json<CommentDto>, ApiError> {
+    let CommentPath {
+        note_id,
+        comment_id,
+    } = path.into_inner();
+    let comment = db
+        .run(move |c| repo::comments::get(c, note_id, comment_id))
+        .await?;
+    Ok(Json(comment.into()))
+}
+
+/// Replace a comment's body
+#[api_operation(
+    operation_id = "update_comment",
+    tag = "comments",
+    error_code = 404,
+    error_code = 413,
+    error_code = 415,
+    error_code = 422
+)]
+pub async fn update(
+    db: Data<Db>,
+    path: Path<CommentPath>,
+    body: JsonObject<CommentBody>,
+) -> Result<Json<CommentDto>, ApiError> {
+    let CommentPath {
+        note_id,
+        comment_id,
+    } = path.into_inner();
+    let input = CommentInput::from_json(&body)?;
+    let comment = db
+        .run(move |c| repo::comments::update(c, note_id, comment_id, &input))
+        .await?;
+    Ok(Json(comment.into()))
+}
+
+/// Delete a comment
+#[api_operation(operation_id = "delete_comment", tag = "comments", error_code = 404)]
+pub async fn remove(db: Data<Db>, path: Path<CommentPath>) -> Result<NoContent, ApiError> {
+    let CommentPath {
+        note_id,
+        comment_id,
+    } = path.into_inner();
+    db.run(move |c| repo::comments::delete(c, note_id, comment_id))
+        .await?;
+    Ok(NoContent)
+}
+
+pub fn configure(cfg: &mut ServiceConfig) {
+    cfg.service(
+        resource("/notes/{note_id}/comments")
+            .route(get().to(list))
+            .route(post().to(create)),
+    )
+    .service(
+        resource("/notes/{note_id}/comments/{comment_id}")
+            .route(get().to(get_one))
+            .route(put().to(update))
+            .route(delete().to(remove)),
+    );
+}

@@ -1,0 +1,53 @@
+//! DTOs shared by several route modules.
+
+use apistos::ApiComponent;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use apistos::schemars;
+
+/// Required text: at least one character that is not white space, and no NUL.
+pub const TEXT_PATTERN: &str = r"^[^\u0000]*[^\s\u0000][^\u0000]*$";
+
+/// `limit` 1..=100 (default 20) and `offset` ≥ 0 (default 0); anything else is 422.
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct PageQuery {
+    /// Items per page, 1 to 100 (default 20).
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<i64>,
+    /// Items to skip, at least 0 (default 0).
+    #[schemars(range(min = 0))]
+    pub offset: Option<i64>,
+}
+
+/// Declares a list envelope `{items, limit, offset, total}` of `$item`, with a schema of its
+/// own name (a generic struct would give every list the same schema name).
+#[macro_export]
+macro_rules! list_dto {
+    ($name:ident, $item:ty) => {
+        #[derive(Debug, serde::Serialize, apistos::ApiComponent, schemars::JsonSchema)]
+        #[schemars(crate = "apistos")]
+        pub struct $name {
+            pub items: Vec<$item>,
+            pub limit: i64,
+            pub offset: i64,
+            pub total: i64,
+        }
+
+        impl<D> From<pagination::ListEnvelope<D>> for $name
+        where
+            $item: From<D>,
+        {
+            fn from(env: pagination::ListEnvelope<D>) -> Self {
+                let env = env.map(<$item>::from);
+                $name {
+                    items: env.items,
+                    limit: env.limit,
+                    offset: env.offset,
+                    total: env.total,
+                }
+            }
+        }
+    };
+}

@@ -1,0 +1,9 @@
+//! One module per domain noun; each has `configure` and its DTOs (serde + JSON Schema) with
+//! `From` conversions from the domain types. Handlers only wire.
+
+pub mod comments;
+pub mod dto;
+pub mod health;
+pub mod meta;
+pub mod notes;
+pub mod tags;

@@ -1,0 +1,187 @@
+use std::path::Path;
+use std::time::Duration;
+
+use diesel::connection::SimpleConnection;
+use diesel::pg::PgConnection;
+use diesel::sqlite::SqliteConnection;
+use diesel::{Connection, RunQueryDsl};
+
+/// One connection type for both backends; repositories take `&mut DbConnection`.
+#[derive(diesel::MultiConnection)]
+pub enum DbConnection {
+    Postgresql(PgConnection),
+    Sqlite(SqliteConnection),
+}
+
+impl DbConnection {
+    pub fn backend(&self) -> Backend {
+        match self {
+            DbConnection::Postgresql(_) => Backend::Postgres,
+            DbConnection::Sqlite(_) => Backend::Sqlite,
+        }
+    }
+}
+
+pub type Pool = r2d2::Pool<Manager>;
+pub type PooledConn = r2d2::PooledConnection<Manager>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("cannot create the directory for the SQLite database: {0}")]
+    CreateDir(#[source] std::io::Error),
+    #[error("cannot open the database: {0}")]
+    Connect(#[from] diesel::ConnectionError),
+    #[error("cannot build the connection pool: {0}")]
+    Pool(#[from] r2d2::Error),
+    #[error("cannot configure the connection: {0}")]
+    Configure(#[source] diesel::result::Error),
+}
+
+/// Where the data lives: the parsed form of `DATABASE_URL`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Database {
+    backend: Backend,
+    /// For PostgreSQL the URL as given; for SQLite a file path.
+    target: String,
+}
+
+impl Database {
+    /// `postgres://` and `postgresql://` select PostgreSQL; `sqlite://path` or a bare path
+    /// selects SQLite.
+    pub fn parse(url: &str) -> Database {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Database {
+                backend: Backend::Postgres,
+                target: url.to_owned(),
+            }
+        } else {
+            let path = url.strip_prefix("sqlite://").unwrap_or(url);
+            Database {
+                backend: Backend::Sqlite,
+                target: path.to_owned(),
+            }
+        }
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Opens one connection, configured for this service.
+    pub fn establish(&self) -> Result<DbConnection, StorageError> {
+        match self.backend {
+            Backend::Postgres => Ok(DbConnection::Postgresql(PgConnection::establish(
+                &self.target,
+            )?)),
+            Backend::Sqlite => {
+                let mut conn = SqliteConnection::establish(&self.target)?;
+                // busy_timeout first: the other pragmas may already need to wait for a lock.
+                conn.batch_execute(
+                    "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; \
+                     PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+                )
+                .map_err(StorageError::Configure)?;
+                Ok(DbConnection::Sqlite(conn))
+            }
+        }
+    }
+
+    /// A pool of at most `max_size` connections (SQLite is capped at 8: one writer at a time
+    /// makes more connections useless). Nothing is opened until first use beyond one idle
+    /// connection, so many pools (tests, instances) stay cheap.
+    pub fn pool(&self, max_size: u32) -> Result<Pool, StorageError> {
+        if self.backend == Backend::Sqlite
+            && self.target != ":memory:"
+            && let Some(dir) = Path::new(&self.target).parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir).map_err(StorageError::CreateDir)?;
+        }
+        let max_size = match self.backend {
+            Backend::Sqlite => max_size.clamp(1, 8),
+            Backend::Postgres => max_size.max(1),
+        };
+        Ok(r2d2::Pool::builder()
+            .max_size(max_size)
+            .min_idle(Some(1))
+            .connection_timeout(Duration::from_secs(10))
+            .build(Manager { db: self.clone() })?)
+    }
+
+    /// Like [`Database::pool`] but returns at once even when the database is unreachable, so
+    /// the service can start and report `db: error` on `/health`.
+    pub fn lazy_pool(&self, max_size: u32) -> Pool {
+        let max_size = match self.backend {
+            Backend::Sqlite => max_size.clamp(1, 8),
+            Backend::Postgres => max_size.max(1),
+        };
+        r2d2::Pool::builder()
+            .max_size(max_size)
+            .min_idle(Some(0))
+            .connection_timeout(Duration::from_secs(2))
+            .build_unchecked(Manager { db: self.clone() })
+    }
+}
+
+/// The r2d2 manager: builds the right enum variant explicitly (never guessing the backend by
+/// trying one after the other).
+#[derive(Debug)]
+pub struct Manager {
+    db: Database,
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = DbConnection;
+    type Error = StorageError;
+
+    fn connect(&self) -> Result<DbConnection, StorageError> {
+        self.db.establish()
+    }
+
+    fn is_valid(&self, conn: &mut DbConnection) -> Result<(), StorageError> {
+        diesel::sql_query("SELECT 1")
+            .execute(conn)
+            .map(|_| ())
+            .map_err(StorageError::Configure)
+    }
+
+    fn has_broken(&self, _conn: &mut DbConnection) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_urls() {
+        assert_eq!(
+            Database::parse("postgres://u@h/db").backend(),
+            Backend::Postgres
+        );
+        assert_eq!(
+            Database::parse("postgresql://u@h/db").backend(),
+            Backend::Postgres
+        );
+        let s = Database::parse("sqlite://data/service.db");
+        assert_eq!(s.backend(), Backend::Sqlite);
+        assert_eq!(s.target, "data/service.db");
+        assert_eq!(Database::parse("/tmp/x.db").target, "/tmp/x.db");
+    }
+}

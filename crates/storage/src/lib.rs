@@ -1,0 +1,34 @@
+#![doc = include_str!("../README.md")]
+
+mod backend;
+mod migrations;
+pub mod timestamp;
+
+pub use backend::{Backend, Database, DbConnection, Pool, PooledConn, StorageError};
+pub use migrations::{
+    MigrationError, applied_migrations, migration_names, revert_all_migrations, run_migrations,
+};
+
+/// Re-exported so domain crates use the exact Diesel this crate was built with.
+pub use diesel;
+
+/// Runs `$body` with `$c` bound to the concrete connection (`PgConnection` or
+/// `SqliteConnection`) inside a [`DbConnection`]. For the few Diesel statements that only
+/// compile against a concrete backend.
+#[macro_export]
+macro_rules! with_backend {
+    ($conn:expr, |$c:ident| $body:expr) => {
+        match $conn {
+            $crate::DbConnection::Postgresql($c) => $body,
+            $crate::DbConnection::Sqlite($c) => $body,
+        }
+    };
+}
+
+/// True when `err` is a violation of a unique constraint (on either backend).
+pub fn is_unique_violation(err: &diesel::result::Error) -> bool {
+    matches!(
+        err,
+        diesel::result::Error::DatabaseError(diesel::result::DatabaseErrorKind::UniqueViolation, _)
+    )
+}

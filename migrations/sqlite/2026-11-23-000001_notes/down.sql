@@ -1,0 +1,3 @@
+DROP TABLE comments;
+DROP TABLE tags;
+DROP TABLE notes;
