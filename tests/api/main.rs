@@ -1,1 +1,13 @@
+//! HTTP tests of the whole service. Every test runs on SQLite, and again on PostgreSQL when
+//! `TEST_POSTGRES_URL` is set (each test on its own throwaway database).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod helpers;
+
+mod comments;
+mod cross_cutting;
+mod health;
+mod migrations;
+mod notes;
+mod openapi;
+mod tags;

@@ -1,0 +1,300 @@
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::helpers::{Backend, TestApp, json, problem};
+use crate::{api_tests, backend_tests};
+
+api_tests!(
+    unknown_routes_are_404_problems,
+    wrong_method_is_405_with_allow,
+    request_ids_are_echoed_or_generated,
+    security_headers_on_every_response,
+    problem_types_resolve,
+    root_describes_the_service,
+    docs_are_served_offline,
+);
+
+backend_tests!(
+    oversized_bodies_are_413,
+    chunked_oversized_bodies_are_413,
+    rate_limit_answers_429_with_headers,
+    configured_problem_base_url_is_used,
+);
+
+async fn unknown_routes_are_404_problems(app: TestApp) {
+    for path in [
+        "/nope",
+        "/v3/notes",
+        "/notes/1/extra/deep",
+        "/NOTES",
+        "/../etc/passwd",
+    ] {
+        let p = problem(app.get(path).await, StatusCode::NOT_FOUND, "not-found").await;
+        assert!(
+            p["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("No resource exists at")
+        );
+    }
+    problem(
+        app.post_json("/nope", &json!({})).await,
+        StatusCode::NOT_FOUND,
+        "not-found",
+    )
+    .await;
+}
+
+async fn wrong_method_is_405_with_allow(app: TestApp) {
+    for (method, path, allow) in [
+        (Method::PATCH, "/notes/1", "GET, PUT, DELETE"),
+        (Method::DELETE, "/notes", "GET, POST"),
+        (Method::PUT, "/tags", "GET, POST"),
+        (Method::POST, "/health", "GET"),
+        (Method::PATCH, "/notes/1/comments/2", "GET, PUT, DELETE"),
+    ] {
+        let res = app.request(method.clone(), path).send().await.unwrap();
+        let mut got: Vec<String> = res.headers()["allow"]
+            .to_str()
+            .unwrap()
+            .split(", ")
+            .map(str::to_owned)
+            .collect();
+        got.sort();
+        let mut want: Vec<&str> = allow.split(", ").collect();
+        want.sort();
+        assert_eq!(got, want, "{method} {path}");
+        problem(res, StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed").await;
+    }
+}
+
+async fn request_ids_are_echoed_or_generated(app: TestApp) {
+    let res = app
+        .request(Method::GET, "/notes")
+        .header("x-request-id", "abc-123_X.y")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["x-request-id"], "abc-123_X.y");
+    for bad in ["has space", &"a".repeat(129), "semi;colon"] {
+        let res = app
+            .request(Method::GET, "/notes/999")
+            .header("x-request-id", bad)
+            .send()
+            .await
+            .unwrap();
+        let id = res.headers()["x-request-id"].to_str().unwrap().to_owned();
+        assert_ne!(id, bad);
+        assert!(uuid::Uuid::parse_str(&id).is_ok());
+    }
+    let a = app.get("/nope").await.headers()["x-request-id"].clone();
+    let b = app.get("/nope").await.headers()["x-request-id"].clone();
+    assert_ne!(a, b);
+}
+
+async fn security_headers_on_every_response(app: TestApp) {
+    for res in [
+        app.get("/notes").await,
+        app.get("/nope").await,
+        app.get("/health").await,
+    ] {
+        let h = res.headers();
+        assert_eq!(h["x-content-type-options"], "nosniff");
+        assert_eq!(h["x-frame-options"], "DENY");
+        assert_eq!(h["referrer-policy"], "no-referrer");
+        assert_eq!(h["cache-control"], "no-store");
+    }
+    let asset = app.get("/docs/swagger-ui.css").await;
+    assert_eq!(asset.status(), StatusCode::OK);
+    assert_eq!(asset.headers()["x-content-type-options"], "nosniff");
+    assert_ne!(
+        asset
+            .headers()
+            .get("cache-control")
+            .map(|v| v.to_str().unwrap()),
+        Some("no-store")
+    );
+}
+
+async fn problem_types_resolve(app: TestApp) {
+    let p = problem(
+        app.get("/notes/999").await,
+        StatusCode::NOT_FOUND,
+        "not-found",
+    )
+    .await;
+    let ty = p["type"].as_str().unwrap();
+    assert_eq!(ty, format!("{}/problems/not-found", app.address));
+    let doc = json(app.get("/problems/not-found").await, StatusCode::OK).await;
+    assert_eq!(doc["status"], 404);
+    assert_eq!(doc["slug"], "not-found");
+    for slug in [
+        "bad-request",
+        "invalid-body",
+        "unauthorized",
+        "invalid-signature",
+        "forbidden",
+        "method-not-allowed",
+        "conflict",
+        "payload-too-large",
+        "unsupported-media-type",
+        "validation-failed",
+        "insufficient-funds",
+        "account-closed",
+        "too-many-requests",
+        "internal-server-error",
+    ] {
+        let doc = json(app.get(&format!("/problems/{slug}")).await, StatusCode::OK).await;
+        assert!(doc["description"].as_str().unwrap().len() > 10);
+    }
+    let html = app
+        .request(Method::GET, "/problems/conflict")
+        .header("accept", "text/html")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        html.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(html.text().await.unwrap().contains("Conflict."));
+    problem(
+        app.get("/problems/teapot").await,
+        StatusCode::NOT_FOUND,
+        "not-found",
+    )
+    .await;
+}
+
+async fn root_describes_the_service(app: TestApp) {
+    let info = json(app.get("/").await, StatusCode::OK).await;
+    assert_eq!(info["name"], "notes-service");
+    assert_eq!(info["status"], "ok");
+    assert!(info["version"].is_string());
+    assert!(info["description"].is_string());
+}
+
+async fn docs_are_served_offline(app: TestApp) {
+    let res = app.get("/docs").await;
+    assert!(res.status().is_redirection());
+    let page = app.get("/docs/").await;
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("swagger-ui"));
+    assert!(html.contains("/openapi.json"));
+    assert!(
+        !html.contains("https://"),
+        "no asset is loaded from the internet"
+    );
+    let js = app.get("/docs/swagger-ui-bundle.js").await;
+    assert_eq!(js.status(), StatusCode::OK);
+}
+
+async fn oversized_bodies_are_413(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |s| s.max_body_bytes = 1024)
+        .await
+        .unwrap();
+    let big = json!({"title": "t", "body": "x".repeat(2000)});
+    let p = problem(
+        app.post_json("/notes", &big).await,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload-too-large",
+    )
+    .await;
+    assert_eq!(p["max_bytes"], 1024);
+    // Also on routes that do not read a body, and for any method.
+    let res = app
+        .request(Method::GET, "/notes")
+        .body(vec![b'x'; 4096])
+        .send()
+        .await
+        .unwrap();
+    problem(res, StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large").await;
+    // Just under the cap is fine.
+    let ok = json!({"title": "t", "body": "x".repeat(900)});
+    assert_eq!(
+        app.post_json("/notes", &ok).await.status(),
+        StatusCode::CREATED
+    );
+    let list = json(app.get("/notes").await, StatusCode::OK).await;
+    assert_eq!(list["total"], 1, "the refused body stored nothing");
+}
+
+async fn chunked_oversized_bodies_are_413(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |s| s.max_body_bytes = 1024)
+        .await
+        .unwrap();
+    let addr = app.address.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut request = format!(
+        "POST /notes HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    )
+    .into_bytes();
+    let payload = format!("{{\"title\":\"t\",\"body\":\"{}\"}}", "y".repeat(4000));
+    for chunk in payload.as_bytes().chunks(500) {
+        request.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        request.extend_from_slice(chunk);
+        request.extend_from_slice(b"\r\n");
+    }
+    request.extend_from_slice(b"0\r\n\r\n");
+    let _ = stream.write_all(&request).await;
+    let mut response = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response)).await;
+    let text = String::from_utf8_lossy(&response);
+    assert!(text.starts_with("HTTP/1.1 413"), "got: {text}");
+    assert!(text.contains("payload-too-large"));
+    let list = json(app.get("/notes").await, StatusCode::OK).await;
+    assert_eq!(list["total"], 0);
+}
+
+async fn rate_limit_answers_429_with_headers(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |s| s.rate_limit_per_minute = Some(3))
+        .await
+        .unwrap();
+    for remaining in ["2", "1", "0"] {
+        let res = app.get("/notes").await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.headers()["ratelimit-limit"], "3");
+        assert_eq!(res.headers()["ratelimit-remaining"], remaining);
+    }
+    let res = app.get("/notes").await;
+    let retry: u64 = res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry));
+    assert_eq!(res.headers()["ratelimit-remaining"], "0");
+    assert!(res.headers().contains_key("ratelimit-reset"));
+    problem(res, StatusCode::TOO_MANY_REQUESTS, "too-many-requests").await;
+    // Writes are refused too, and nothing is stored.
+    let res = app
+        .post_json("/notes", &json!({"title": "t", "body": "b"}))
+        .await;
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    // /health is never limited.
+    for _ in 0..5 {
+        assert_eq!(app.get("/health").await.status(), StatusCode::OK);
+    }
+}
+
+async fn configured_problem_base_url_is_used(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |s| {
+        s.problem_base_url = Some("https://errors.example.com/p".to_owned());
+    })
+    .await
+    .unwrap();
+    let p = problem(
+        app.get("/notes/5").await,
+        StatusCode::NOT_FOUND,
+        "not-found",
+    )
+    .await;
+    assert_eq!(p["type"], "https://errors.example.com/p/not-found");
+}

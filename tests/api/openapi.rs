@@ -1,0 +1,87 @@
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::api_tests;
+use crate::helpers::{TestApp, json};
+
+api_tests!(
+    served_document_is_the_generated_one,
+    every_documented_operation_answers_documented_statuses
+);
+
+#[tokio::test]
+async fn committed_document_does_not_drift() {
+    let generated = server::openapi::generate().await;
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/openapi.json");
+    let committed: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert!(
+        generated == committed,
+        "docs/openapi.json is stale: run `just openapi` (cargo run -p server -- openapi --out docs/openapi.json)"
+    );
+}
+
+#[tokio::test]
+async fn every_operation_has_a_stable_id() {
+    let doc = server::openapi::generate().await;
+    let mut ids = Vec::new();
+    for item in doc["paths"].as_object().unwrap().values() {
+        for op in item.as_object().unwrap().values() {
+            let id = op["operationId"].as_str().unwrap().to_owned();
+            assert!(
+                id.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                "hashed or odd operationId {id}"
+            );
+            ids.push(id);
+        }
+    }
+    let n = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "operationIds are unique");
+}
+
+async fn served_document_is_the_generated_one(app: TestApp) {
+    let served = json(app.get("/openapi.json").await, StatusCode::OK).await;
+    assert_eq!(served, server::openapi::generate().await);
+}
+
+/// Calls every operation once (ids that do not exist, an empty body) and checks that the answer
+/// is a status the document lists for that operation.
+async fn every_documented_operation_answers_documented_statuses(app: TestApp) {
+    let doc = server::openapi::generate().await;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let concrete = path
+                .split('/')
+                .map(|seg| {
+                    if seg.starts_with('{') {
+                        if seg == "{slug}" {
+                            "not-found"
+                        } else {
+                            "987654"
+                        }
+                    } else {
+                        seg
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("/");
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let mut req = app.request(method.clone(), &concrete);
+            if op.get("requestBody").is_some() {
+                req = req.json(&json!({}));
+            }
+            let res = req.send().await.unwrap();
+            let status = res.status().as_u16().to_string();
+            let documented: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
+            assert!(
+                documented.iter().any(|s| **s == status),
+                "{method} {concrete} answered {status}, documented {documented:?}"
+            );
+            if res.status() != StatusCode::NO_CONTENT && res.status().as_u16() >= 400 {
+                let ct = res.headers()["content-type"].to_str().unwrap().to_owned();
+                assert_eq!(ct, "application/problem+json");
+            }
+        }
+    }
+}
