@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Schemathesis against a freshly started server: every check, stateful phase included (it follows
 # the OpenAPI links between create and get/update/delete). Installs schemathesis into a venv first.
-# Usage: scripts/fuzz-api.sh [DATABASE_URL]   (default: a fresh SQLite file)
+# Usage: scripts/fuzz-api.sh [DATABASE_URL | postgres]   (default: a fresh SQLite file;
+# `postgres` makes a throwaway database on the local PostgreSQL)
 # FUZZ_EXAMPLES (default 30), FUZZ_SEED and FUZZ_ARGS (extra schemathesis arguments, e.g.
 # FUZZ_ARGS='--include-path-regex ^/articles') tune the run.
 set -euo pipefail
@@ -20,10 +21,24 @@ BIN="$CARGO_TARGET_DIR/debug/server"
 
 work=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-DATABASE_URL="${1:-sqlite://$work/fuzz.db}" BIND="127.0.0.1:$port" RUST_LOG=warn \
+database_url="${1:-sqlite://$work/fuzz.db}"
+pg_db=""
+if [ "$database_url" = "postgres" ]; then
+  # A throwaway database on the local PostgreSQL (TEST_POSTGRES_URL is the admin connection).
+  admin="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
+  pg_db="fuzz_$(date +%s)_$$"
+  psql -q "$admin" -c "CREATE DATABASE $pg_db"
+  database_url="${admin%/*}/$pg_db"
+fi
+DATABASE_URL="$database_url" BIND="127.0.0.1:$port" RUST_LOG=warn \
   "$BIN" > "$work/server.log" 2>&1 &
 pid=$!
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true' EXIT
+cleanup() {
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  if [ -n "$pg_db" ]; then psql -q "$admin" -c "DROP DATABASE IF EXISTS $pg_db WITH (FORCE)" || true; fi
+}
+trap cleanup EXIT
 for _ in $(seq 1 100); do
   curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
   sleep 0.1

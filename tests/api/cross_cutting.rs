@@ -298,3 +298,47 @@ async fn configured_problem_base_url_is_used(backend: Backend) {
     .await;
     assert_eq!(p["type"], "https://errors.example.com/p/not-found");
 }
+
+backend_tests!(cors_allows_only_configured_origins);
+
+async fn cors_allows_only_configured_origins(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |s| {
+        s.cors_origins = vec!["https://app.example".to_owned()]
+    })
+    .await
+    .unwrap();
+    let res = app
+        .request(Method::OPTIONS, "/notes")
+        .header("origin", "https://app.example")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success());
+    assert_eq!(
+        res.headers()["access-control-allow-origin"],
+        "https://app.example"
+    );
+    let res = app
+        .request(Method::GET, "/notes")
+        .header("origin", "https://app.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.headers()["access-control-allow-origin"],
+        "https://app.example"
+    );
+    let exposed = res.headers()["access-control-expose-headers"]
+        .to_str()
+        .unwrap()
+        .to_lowercase();
+    assert!(exposed.contains("x-request-id"));
+    let res = app
+        .request(Method::GET, "/notes")
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert!(res.headers().get("access-control-allow-origin").is_none());
+}

@@ -3,7 +3,7 @@ use std::time::Duration;
 use reqwest::{Method, Response, StatusCode};
 use serde_json::Value;
 use server::{Application, Settings};
-use storage::diesel::{Connection, RunQueryDsl, pg::PgConnection};
+use storage::testing::TestDatabase;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -14,53 +14,22 @@ pub enum Backend {
 /// A database made for one test and removed afterwards.
 pub struct TestDb {
     pub url: String,
-    _dir: Option<tempfile::TempDir>,
-    pg: Option<(String, String)>,
+    _db: TestDatabase,
 }
 
 impl TestDb {
     /// `None` when the backend is PostgreSQL and `TEST_POSTGRES_URL` is not set.
     pub fn create(backend: Backend) -> Option<TestDb> {
-        match backend {
-            Backend::Sqlite => {
-                let dir = tempfile::tempdir().unwrap();
-                let url = format!("sqlite://{}/test.db", dir.path().display());
-                Some(TestDb {
-                    url,
-                    _dir: Some(dir),
-                    pg: None,
-                })
-            }
-            Backend::Postgres => {
-                let admin = std::env::var("TEST_POSTGRES_URL").ok()?;
-                let name = format!("t_{}", uuid::Uuid::new_v4().simple());
-                let mut conn = PgConnection::establish(&admin).expect("TEST_POSTGRES_URL");
-                storage::diesel::sql_query(format!("CREATE DATABASE {name}"))
-                    .execute(&mut conn)
-                    .unwrap();
-                let url = match admin.rsplit_once('/') {
-                    Some((base, _)) => format!("{base}/{name}"),
-                    None => panic!("TEST_POSTGRES_URL needs a database path"),
-                };
-                Some(TestDb {
-                    url,
-                    _dir: None,
-                    pg: Some((admin, name)),
-                })
-            }
-        }
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        if let Some((admin, name)) = &self.pg
-            && let Ok(mut conn) = PgConnection::establish(admin)
-        {
-            let _ =
-                storage::diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&mut conn);
-        }
+        let backend = match backend {
+            Backend::Sqlite => storage::Backend::Sqlite,
+            Backend::Postgres => storage::Backend::Postgres,
+        };
+        let admin = std::env::var("TEST_POSTGRES_URL").ok();
+        let db = TestDatabase::create(backend, admin.as_deref()).expect("test database")?;
+        Some(TestDb {
+            url: db.url.clone(),
+            _db: db,
+        })
     }
 }
 
@@ -275,4 +244,56 @@ macro_rules! backend_tests {
             }
         }
     )*};
+}
+
+/// For property tests, whose runner is synchronous: a runtime of their own with the app
+/// running on it; drive requests with `rt.block_on`. `None` for PostgreSQL without
+/// `TEST_POSTGRES_URL`.
+pub fn app_on_own_runtime(backend: Backend) -> Option<(TestApp, tokio::runtime::Runtime)> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let app = rt.block_on(TestApp::spawn(backend))?;
+    Some((app, rt))
+}
+
+/// Like [`backend_tests!`] for synchronous tests (property tests that build their own runtime
+/// with [`app_on_own_runtime`]).
+#[macro_export]
+macro_rules! sync_backend_tests {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            use $crate::helpers::Backend;
+
+            #[test]
+            fn sqlite() {
+                super::$name(Backend::Sqlite);
+            }
+
+            #[test]
+            fn postgres() {
+                if std::env::var("TEST_POSTGRES_URL").is_ok() {
+                    super::$name(Backend::Postgres);
+                } else {
+                    eprintln!("TEST_POSTGRES_URL not set: skipped");
+                }
+            }
+        }
+    )*};
+}
+
+/// Runs `f` on a fresh connection to the test's database, off the async workers.
+pub async fn with_conn<T: Send + 'static>(
+    db: &TestDb,
+    f: impl FnOnce(&mut storage::DbConnection) -> T + Send + 'static,
+) -> T {
+    let url = db.url.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut conn = storage::Database::parse(&url).establish().unwrap();
+        f(&mut conn)
+    })
+    .await
+    .unwrap()
 }

@@ -4,10 +4,17 @@
 
 mod helpers;
 
+mod accounts;
+mod articles;
 mod comments;
 mod cross_cutting;
+mod examples;
 mod health;
+mod hostile;
 mod migrations;
 mod notes;
 mod openapi;
 mod tags;
+mod tokens;
+mod versioned_notes;
+mod webhooks;

@@ -80,15 +80,11 @@ impl Page {
 
     /// Clamping rules: non-integers are errors; integers are clamped into range.
     pub fn clamped(limit: Option<&str>, offset: Option<&str>) -> Result<Page, Vec<FieldError>> {
-        let limit = parse_int("limit", limit);
-        let offset = parse_int("offset", offset);
-        match (limit, offset) {
-            (Ok(l), Ok(o)) => Ok(Page {
-                limit: clamp_limit(l),
-                offset: o.unwrap_or(0).max(0),
-            }),
-            (l, o) => Err([l.err(), o.err()].into_iter().flatten().collect()),
-        }
+        let (limit, offset) = parse_both(("limit", limit), ("offset", offset))?;
+        Ok(Page {
+            limit: clamp_limit(limit),
+            offset: offset.unwrap_or(0).max(0),
+        })
     }
 
     /// `offset + limit`, saturating: huge offsets must never overflow.
@@ -100,6 +96,120 @@ impl Page {
 /// Clamps an optional limit into 1..=100, defaulting to 20.
 pub fn clamp_limit(limit: Option<i64>) -> i64 {
     limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT)
+}
+
+/// Parses two integer query values, reporting both errors when both are bad.
+fn parse_both(
+    a: (&str, Option<&str>),
+    b: (&str, Option<&str>),
+) -> Result<(Option<i64>, Option<i64>), Vec<FieldError>> {
+    match (parse_int(a.0, a.1), parse_int(b.0, b.1)) {
+        (Ok(a), Ok(b)) => Ok((a, b)),
+        (a, b) => Err([a.err(), b.err()].into_iter().flatten().collect()),
+    }
+}
+
+/// Keyset ("cursor") paging parameters: an effective `limit` and the optional id to page
+/// below (`after`: only rows with a smaller id are returned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    pub limit: i64,
+    pub after: Option<i64>,
+}
+
+impl Cursor {
+    /// Clamping rules: non-integers are errors (both reported); `limit` is clamped into
+    /// 1..=100 (default 20); `after` is kept as given (`after <= 0` simply matches no row when
+    /// ids are positive).
+    pub fn clamped(limit: Option<&str>, after: Option<&str>) -> Result<Cursor, Vec<FieldError>> {
+        let (limit, after) = parse_both(("limit", limit), ("after", after))?;
+        Ok(Cursor {
+            limit: clamp_limit(limit),
+            after,
+        })
+    }
+
+    /// How many rows to fetch: one more than `limit`, so a further page can be detected
+    /// without counting.
+    pub fn fetch(&self) -> i64 {
+        self.limit + 1
+    }
+}
+
+/// The offset page envelope `{items, limit, offset, total, has_more, next_offset}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OffsetPage<T> {
+    pub items: Vec<T>,
+    pub limit: i64,
+    pub offset: i64,
+    pub total: i64,
+    /// `offset + limit < total`
+    pub has_more: bool,
+    /// `offset + limit` when `has_more`, else `None`
+    pub next_offset: Option<i64>,
+}
+
+impl<T> OffsetPage<T> {
+    pub fn new(items: Vec<T>, page: Page, total: i64) -> Self {
+        let end = page.end();
+        let has_more = end < total;
+        OffsetPage {
+            items,
+            limit: page.limit,
+            offset: page.offset,
+            total,
+            has_more,
+            next_offset: has_more.then_some(end),
+        }
+    }
+
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> OffsetPage<U> {
+        OffsetPage {
+            items: self.items.into_iter().map(f).collect(),
+            limit: self.limit,
+            offset: self.offset,
+            total: self.total,
+            has_more: self.has_more,
+            next_offset: self.next_offset,
+        }
+    }
+}
+
+/// The cursor page envelope `{items, limit, has_more, next_cursor}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CursorPage<T> {
+    pub items: Vec<T>,
+    pub limit: i64,
+    /// More rows exist beyond this page.
+    pub has_more: bool,
+    /// The id of the last item when `has_more`, else `None`.
+    pub next_cursor: Option<i64>,
+}
+
+impl<T> CursorPage<T> {
+    /// Builds the page from up to `cursor.fetch()` rows in page order: when more than `limit`
+    /// came back, the extra row only proves that a further page exists and is dropped.
+    pub fn from_rows(mut rows: Vec<T>, cursor: Cursor, id: impl Fn(&T) -> i64) -> Self {
+        let limit = usize::try_from(cursor.limit).unwrap_or(usize::MAX);
+        let has_more = rows.len() > limit;
+        rows.truncate(limit);
+        let next_cursor = if has_more { rows.last().map(id) } else { None };
+        CursorPage {
+            items: rows,
+            limit: cursor.limit,
+            has_more,
+            next_cursor,
+        }
+    }
+
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> CursorPage<U> {
+        CursorPage {
+            items: self.items.into_iter().map(f).collect(),
+            limit: self.limit,
+            has_more: self.has_more,
+            next_cursor: self.next_cursor,
+        }
+    }
 }
 
 /// The list envelope `{items, limit, offset, total}`.
@@ -178,6 +288,75 @@ mod tests {
     }
 
     #[test]
+    fn cursor_rules() {
+        assert_eq!(
+            Cursor::clamped(None, None).unwrap(),
+            Cursor {
+                limit: 20,
+                after: None
+            }
+        );
+        let c = Cursor::clamped(Some("500"), Some("-7")).unwrap();
+        assert_eq!((c.limit, c.after, c.fetch()), (100, Some(-7), 101));
+        assert_eq!(Cursor::clamped(Some("0"), Some("9")).unwrap().limit, 1);
+        let errs = Cursor::clamped(Some("1.5"), Some("x")).unwrap_err();
+        let fields: Vec<_> = errs.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["limit", "after"]);
+        assert_eq!(
+            Cursor::clamped(None, Some("")).unwrap_err()[0].field,
+            "after"
+        );
+    }
+
+    #[test]
+    fn offset_page_envelope() {
+        let page = Page {
+            limit: 2,
+            offset: 4,
+        };
+        let p = OffsetPage::new(vec![5, 6], page, 7);
+        assert_eq!((p.has_more, p.next_offset), (true, Some(6)));
+        let json = serde_json::to_value(OffsetPage::new(vec![1], page, 6)).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"items": [1], "limit": 2, "offset": 4, "total": 6,
+                               "has_more": false, "next_offset": null})
+        );
+        let empty = OffsetPage::<i32>::new(vec![], Page::default(), 0);
+        assert_eq!((empty.has_more, empty.next_offset), (false, None));
+        let far = OffsetPage::<i32>::new(
+            vec![],
+            Page {
+                limit: 100,
+                offset: i64::MAX,
+            },
+            3,
+        );
+        assert!(!far.has_more);
+        assert_eq!(far.map(|x| x).next_offset, None);
+    }
+
+    #[test]
+    fn cursor_page_drops_the_probe_row() {
+        let cursor = Cursor {
+            limit: 2,
+            after: None,
+        };
+        let p = CursorPage::from_rows(vec![9, 8, 7], cursor, |x| *x);
+        assert_eq!(p.items, vec![9, 8]);
+        assert_eq!((p.has_more, p.next_cursor), (true, Some(8)));
+        let last = CursorPage::from_rows(vec![9, 8], cursor, |x| *x);
+        assert_eq!((last.has_more, last.next_cursor), (false, None));
+        let json =
+            serde_json::to_value(CursorPage::from_rows(Vec::<i64>::new(), cursor, |x| *x)).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"items": [], "limit": 2, "has_more": false, "next_cursor": null})
+        );
+        assert_eq!(p.map(|x| x * 10).items, vec![90, 80]);
+    }
+
+    #[test]
     fn envelope_serializes() {
         let env = ListEnvelope::new(vec![1, 2], Page::default(), 7);
         let json = serde_json::to_value(&env).unwrap();
@@ -220,6 +399,46 @@ mod tests {
         fn arbitrary_text_never_panics(l in ".*", o in ".*") {
             let _ = Page::strict(Some(&l), Some(&o));
             let _ = Page::clamped(Some(&l), Some(&o));
+            let _ = Cursor::clamped(Some(&l), Some(&o));
+        }
+
+        /// Walking a descending id list with `from_rows` + `next_cursor` yields every id once,
+        /// in order, exactly like offset pages of the same limit.
+        #[test]
+        fn cursor_walk_equals_offset_walk(n in 0usize..120, limit in 1i64..=100) {
+            let ids: Vec<i64> = (1..=n as i64).rev().collect();
+            let cursor_pages = {
+                let mut out = Vec::new();
+                let mut after = None;
+                loop {
+                    let rows: Vec<i64> = ids.iter().copied()
+                        .filter(|id| after.is_none_or(|a| *id < a))
+                        .take((limit + 1) as usize).collect();
+                    let page = CursorPage::from_rows(rows, Cursor { limit, after }, |x| *x);
+                    prop_assert!(page.items.len() as i64 <= limit);
+                    out.push(page.items.clone());
+                    match page.next_cursor {
+                        Some(c) => after = Some(c),
+                        None => break,
+                    }
+                }
+                out
+            };
+            let mut offset_pages = Vec::new();
+            let mut offset = 0;
+            loop {
+                let page = Page { limit, offset };
+                let items: Vec<i64> = ids.iter().copied()
+                    .skip(offset as usize).take(limit as usize).collect();
+                let env = OffsetPage::new(items, page, n as i64);
+                offset_pages.push(env.items.clone());
+                match env.next_offset {
+                    Some(o) => offset = o,
+                    None => break,
+                }
+            }
+            prop_assert_eq!(&cursor_pages, &offset_pages);
+            prop_assert_eq!(cursor_pages.concat(), ids);
         }
     }
 }

@@ -3,8 +3,9 @@
 use std::net::TcpListener;
 use std::sync::Arc;
 
+use actix_cors::Cors;
 use actix_web::dev::Server;
-use actix_web::middleware::{Logger, from_fn};
+use actix_web::middleware::{Condition, Logger, from_fn};
 use actix_web::web::{self, Data};
 use actix_web::{HttpResponse, HttpServer};
 use anyhow::Context;
@@ -13,8 +14,9 @@ use serde_json::Value;
 use storage::Database;
 
 use crate::db::Db;
+use crate::middleware::deprecation::{self, V1Policy};
 use crate::middleware::problems::{self, BodyLimit, ProblemBase, RouteTable};
-use crate::middleware::{headers, rate_limit};
+use crate::middleware::{headers, rate_limit, token_auth};
 use crate::openapi::{self, SPEC_PATH};
 use crate::routes;
 use crate::settings::Settings;
@@ -32,6 +34,12 @@ pub fn routes(cfg: &mut apistos::web::ServiceConfig) {
     routes::notes::configure(cfg);
     routes::comments::configure(cfg);
     routes::tags::configure(cfg);
+    routes::accounts::configure(cfg);
+    routes::tokens::configure(cfg);
+    routes::articles::configure(cfg);
+    routes::versioned_notes::configure(cfg);
+    routes::examples::configure(cfg);
+    routes::webhooks::configure(cfg);
 }
 
 pub struct Application {
@@ -92,6 +100,14 @@ impl Application {
                 ))
             }),
             body_limit: settings.max_body_bytes,
+            v1_policy: Data::new(V1Policy {
+                form: settings.deprecation_form,
+                trust_forwarded_for: settings.trust_forwarded_for,
+            }),
+            webhooks: Data::new(routes::webhooks::WebhookState::from_settings(&settings)?),
+            example_auth: Data::new(routes::examples::ExampleAuth::from_settings(&settings)),
+            cors_origins: settings.cors_origins.clone(),
+            api_auth: Data::new(settings.api_auth),
             doc,
         };
         let mut server = HttpServer::new(move || shared.clone().app())
@@ -128,7 +144,33 @@ struct Shared {
     route_table: Data<RouteTable>,
     limiter: Option<Data<rate_limit::RateLimiter>>,
     body_limit: usize,
+    v1_policy: Data<V1Policy>,
+    webhooks: Data<routes::webhooks::WebhookState>,
+    example_auth: Data<routes::examples::ExampleAuth>,
+    cors_origins: Vec<String>,
+    api_auth: Data<token_auth::ApiAuth>,
     doc: Arc<Value>,
+}
+
+/// Cross-origin access for the configured origins only (`CORS_ORIGINS`); the request id and
+/// rate-limit headers are readable by browser clients.
+fn cors(origins: &[String]) -> Cors {
+    origins
+        .iter()
+        .fold(Cors::default(), |cors, origin| cors.allowed_origin(origin))
+        .allow_any_method()
+        .allow_any_header()
+        .expose_headers([
+            "x-request-id",
+            "ratelimit-limit",
+            "ratelimit-remaining",
+            "ratelimit-reset",
+            "retry-after",
+            "deprecation",
+            "sunset",
+            "link",
+        ])
+        .max_age(600)
 }
 
 impl Shared {
@@ -148,8 +190,12 @@ impl Shared {
             .document(openapi::spec())
             .app_data(self.db)
             .app_data(self.info)
+            .app_data(self.v1_policy)
+            .app_data(self.webhooks)
+            .app_data(self.example_auth)
             .app_data(self.problem_base)
             .app_data(self.route_table)
+            .app_data(self.api_auth)
             .app_data(BodyLimit(self.body_limit))
             .app_data(web::PayloadConfig::new(self.body_limit))
             .app_data(web::PathConfig::default().error_handler(problems::path_error));
@@ -159,12 +205,19 @@ impl Shared {
         app.configure(routes)
             .default_service(web::to(problems::no_route))
             .wrap(from_fn(rate_limit::body_cap))
+            .wrap(from_fn(token_auth::guard))
             .wrap(from_fn(rate_limit::limit))
             .wrap(from_fn(problems::render))
+            .wrap(from_fn(deprecation::v1))
             .wrap(from_fn(headers::stamp))
-            .wrap(Logger::new(
-                "%a \"%r\" %s %b %Dms request_id=%{x-request-id}o",
+            .wrap(Condition::new(
+                !self.cors_origins.is_empty(),
+                cors(&self.cors_origins),
             ))
+            .wrap(
+                Logger::new("%a \"%{request_line}xi\" %s %b %Dms request_id=%{x-request-id}o")
+                    .custom_request_replace("request_line", token_auth::log_safe_request_line),
+            )
             .build_with(SPEC_PATH, BuildConfig::default().disable_openapi_route())
             .route(
                 SPEC_PATH,

@@ -32,7 +32,7 @@ impl<T> std::ops::Deref for JsonObject<T> {
 
 /// Checks the media type: absent is read as JSON; anything but `application/json` or
 /// `application/*+json` is 415.
-fn check_content_type(req: &HttpRequest) -> Result<(), ApiError> {
+pub fn check_content_type(req: &HttpRequest) -> Result<(), ApiError> {
     let Some(value) = req.headers().get(CONTENT_TYPE) else {
         return Ok(());
     };

@@ -1,4 +1,4 @@
-//! `server`: run the service, migrate, or export the OpenAPI document.
+//! `server`: run the service, migrate, export the OpenAPI document, or seed demo articles.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -25,6 +25,16 @@ enum Command {
         /// Output file, or - for standard output
         #[arg(long, default_value = "-")]
         out: String,
+    },
+    /// Replay every account and report any projection that differs (exit 1 if one does)
+    LedgerCheck,
+    /// Insert N deterministic demo articles (batched multi-row inserts)
+    SeedArticles {
+        /// How many articles to insert
+        count: u64,
+        /// Rows per INSERT statement
+        #[arg(long, default_value_t = articles::service::SEED_BATCH)]
+        batch: usize,
     },
 }
 
@@ -66,6 +76,45 @@ async fn run() -> anyhow::Result<()> {
                 let path = PathBuf::from(&out);
                 std::fs::write(&path, text).with_context(|| format!("cannot write {out}"))?;
             }
+        }
+        Command::LedgerCheck => {
+            let settings = init()?;
+            let db = server::app::open_database(&settings).await?;
+            let pool = db.pool().clone();
+            let report = actix_web::web::block(move || -> anyhow::Result<_> {
+                let mut conn = pool.get()?;
+                Ok(ledger::check::check_all(&mut conn)?)
+            })
+            .await??;
+            for m in &report.mismatches {
+                println!("mismatch: account {:?}: {}", m.account_id, m.reason);
+            }
+            println!(
+                "ledger-check: {} accounts, {} events replayed, {} mismatches",
+                report.accounts,
+                report.events,
+                report.mismatches.len()
+            );
+            if !report.is_consistent() {
+                std::process::exit(1);
+            }
+        }
+        Command::SeedArticles { count, batch } => {
+            let settings = init()?;
+            let db = server::app::open_database(&settings).await?;
+            let started = std::time::Instant::now();
+            let inserted = db
+                .run(move |c| {
+                    articles::service::seed(c, count, batch, |done| {
+                        log::info!("{done} of {count} articles inserted");
+                    })
+                })
+                .await
+                .map_err(|e| anyhow::anyhow!("seeding failed: {e}"))?;
+            println!(
+                "inserted {inserted} articles in {:.2} s",
+                started.elapsed().as_secs_f64()
+            );
         }
     }
     Ok(())

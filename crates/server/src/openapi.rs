@@ -10,6 +10,7 @@ use apistos::spec::Spec;
 use serde_json::{Value, json};
 
 use crate::error::{PROBLEM_SCHEMA, problem_schema};
+use crate::middleware::deprecation::is_v1;
 use crate::middleware::problems::RouteTable;
 
 pub const SPEC_PATH: &str = "/openapi.json";
@@ -55,6 +56,65 @@ type Link = (
     &'static [(&'static str, &'static str)],
 );
 const LINKS: &[Link] = &[
+    // Area D. Link values taken from a response body are integers, and schemathesis sends
+    // them as they are, which a header cannot carry; so the acting user of the follow-up calls
+    // is the issuing request's own `X-User-Id` (a string).
+    (
+        "create_user",
+        "201",
+        "IssueToken",
+        "issue_token",
+        &[("userId", "$response.body#/id")],
+    ),
+    (
+        "create_user",
+        "201",
+        "ListTokens",
+        "list_tokens",
+        &[("userId", "$response.body#/id")],
+    ),
+    (
+        "issue_token",
+        "201",
+        "RevokeToken",
+        "revoke_token",
+        &[
+            ("userId", "$response.body#/user_id"),
+            ("tokenId", "$response.body#/id"),
+            ("header.X-User-Id", "$request.header.X-User-Id"),
+        ],
+    ),
+    (
+        "issue_token",
+        "201",
+        "ListOwnTokens",
+        "list_tokens",
+        &[
+            ("userId", "$response.body#/user_id"),
+            ("header.X-User-Id", "$request.header.X-User-Id"),
+        ],
+    ),
+    (
+        "open_account",
+        "201",
+        "GetAccount",
+        "get_account",
+        &[("id", "$response.body#/aggregate_id")],
+    ),
+    (
+        "open_account",
+        "201",
+        "AppendEvent",
+        "append_event",
+        &[("id", "$response.body#/aggregate_id")],
+    ),
+    (
+        "open_account",
+        "201",
+        "ListEvents",
+        "list_events",
+        &[("id", "$response.body#/aggregate_id")],
+    ),
     (
         "create_note",
         "201",
@@ -141,9 +201,136 @@ const LINKS: &[Link] = &[
             ("comment_id", "$response.body#/id"),
         ],
     ),
+    (
+        "example_create_note",
+        "201",
+        "GetNote",
+        "example_get_note",
+        &[("id", "$response.body#/id")],
+    ),
+    (
+        "example_create_note",
+        "201",
+        "UpdateNote",
+        "example_update_note",
+        &[("id", "$response.body#/id")],
+    ),
+    (
+        "example_create_note",
+        "201",
+        "DeleteNote",
+        "example_delete_note",
+        &[("id", "$response.body#/id")],
+    ),
+    (
+        "example_create_tag",
+        "201",
+        "GetTag",
+        "example_get_tag",
+        &[("id", "$response.body#/id")],
+    ),
+    (
+        "example_create_tag",
+        "201",
+        "UpdateTag",
+        "example_update_tag",
+        &[("id", "$response.body#/id")],
+    ),
+    (
+        "example_create_tag",
+        "201",
+        "DeleteTag",
+        "example_delete_tag",
+        &[("id", "$response.body#/id")],
+    ),
+    (
+        "create_note_v1",
+        "201",
+        "GetNoteV1",
+        "get_note_v1",
+        &[("id", "$response.body#/id")],
+    ),
+    (
+        "create_note_v1",
+        "201",
+        "GetNoteV2",
+        "get_note_v2",
+        &[("id", "$response.body#/id")],
+    ),
+    (
+        "create_note_v2",
+        "201",
+        "GetNoteV2",
+        "get_note_v2",
+        &[("id", "$response.body#/data/id")],
+    ),
+    (
+        "create_note_v2",
+        "201",
+        "GetNoteV1",
+        "get_note_v1",
+        &[("id", "$response.body#/data/id")],
+    ),
+    // An accepted webhook shows up in the list (newest first).
+    (
+        "receive_webhook",
+        "202",
+        "ListWebhookEvents",
+        "list_webhook_events",
+        &[],
+    ),
 ];
 
+/// The headers every response under `/v1` carries (`middleware::deprecation`), documented on
+/// each of its responses.
+fn v1_response_headers() -> Value {
+    json!({
+        "Deprecation": {
+            "description": "V1 is deprecated: `true`, or with DEPRECATION_HEADER_FORM=rfc9745 \
+                            the deprecation date as `@<unix seconds>` (`@1767225600`).",
+            "schema": {"type": "string"}
+        },
+        "Sunset": {
+            "description": "V1 stops answering at this instant.",
+            "schema": {"type": "string", "enum": [versioned_notes::deprecation::SUNSET]}
+        },
+        "Link": {
+            "description": "The successor version.",
+            "schema": {"type": "string", "enum": [versioned_notes::deprecation::SUCCESSOR_LINK]}
+        }
+    })
+}
+
+/// Marks every operation under `/v1` deprecated and documents its deprecation headers on every
+/// response.
+fn document_v1(doc: &mut Value) {
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (_, item) in paths.iter_mut().filter(|(path, _)| is_v1(path)) {
+        let operations = item
+            .as_object_mut()
+            .into_iter()
+            .flat_map(|m| m.iter_mut())
+            .filter(|(method, _)| METHODS.contains(&method.as_str()))
+            .filter_map(|(_, op)| op.as_object_mut());
+        for op in operations {
+            op.insert("deprecated".to_owned(), Value::Bool(true));
+            let responses = op
+                .get_mut("responses")
+                .and_then(Value::as_object_mut)
+                .into_iter()
+                .flat_map(|r| r.values_mut())
+                .filter_map(Value::as_object_mut);
+            for response in responses {
+                response.insert("headers".to_owned(), v1_response_headers());
+            }
+        }
+    }
+}
+
 fn complete(mut doc: Value) -> Value {
+    document_v1(&mut doc);
     if let Some(schemas) = doc
         .pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)

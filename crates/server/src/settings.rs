@@ -29,6 +29,12 @@ pub struct Settings {
     pub database_url: String,
     pub bind: SocketAddr,
     pub service_name: String,
+    /// `API_KEYS`: keys accepted by `/machine/health` (none: it always answers 401).
+    pub api_keys: Vec<Secret>,
+    /// `API_KEY_HEADER`: the header carrying the API key.
+    pub api_key_header: String,
+    /// `JWT_SECRET`: HS256 secret of `/examples/protected` (under 32 bytes: always 401).
+    pub jwt_secret: Option<Secret>,
     /// `None`: derive `<scheme>://<host>/problems` from each request.
     pub problem_base_url: Option<String>,
     pub max_body_bytes: usize,
@@ -36,6 +42,20 @@ pub struct Settings {
     pub trust_forwarded_for: bool,
     pub workers: Option<usize>,
     pub cors_origins: Vec<String>,
+    /// `DEPRECATION_HEADER_FORM`: `true` (default, `Deprecation: true`) or `rfc9745`
+    /// (`Deprecation: @1767225600`, the V1 deprecation date) on every V1 response.
+    pub deprecation_form: versioned_notes::DeprecationForm,
+    /// `WEBHOOK_SECRET`. `None`: every webhook delivery is refused (401) and start-up warns.
+    pub webhook_secret: Option<Secret>,
+    /// `WEBHOOK_SECRET_PREVIOUS`: also accepted, for rotation without downtime.
+    pub webhook_secret_previous: Option<Secret>,
+    /// A fixed "now" (unix seconds) for webhook freshness checks instead of the system clock.
+    /// For tests only (the shared test vectors carry their own time); never read from the
+    /// environment.
+    pub webhook_fixed_now: Option<i64>,
+    /// `API_AUTH`: `off` (default) or `tokens` (areas A, B, C and E require
+    /// `Authorization: Bearer <token>` issued by area D).
+    pub api_auth: crate::middleware::token_auth::ApiAuth,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -59,6 +79,7 @@ impl std::error::Error for ConfigError {}
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/service.db";
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_SERVICE_NAME: &str = "notes-service";
+pub const DEFAULT_API_KEY_HEADER: &str = "X-API-Key";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1_048_576;
 
 impl Default for Settings {
@@ -67,12 +88,20 @@ impl Default for Settings {
             database_url: DEFAULT_DATABASE_URL.to_owned(),
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             service_name: DEFAULT_SERVICE_NAME.to_owned(),
+            api_keys: Vec::new(),
+            api_key_header: DEFAULT_API_KEY_HEADER.to_owned(),
+            jwt_secret: None,
             problem_base_url: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             rate_limit_per_minute: None,
             trust_forwarded_for: false,
             workers: None,
             cors_origins: Vec::new(),
+            deprecation_form: versioned_notes::DeprecationForm::default(),
+            webhook_secret: None,
+            webhook_secret_previous: None,
+            webhook_fixed_now: None,
+            api_auth: crate::middleware::token_auth::ApiAuth::Off,
         }
     }
 }
@@ -95,6 +124,27 @@ impl Settings {
             })?
             .unwrap_or(defaults.bind),
             service_name: get("SERVICE_NAME").unwrap_or(defaults.service_name),
+            api_keys: get("API_KEYS")
+                .map(|v| {
+                    v.split(',')
+                        .map(str::trim)
+                        .filter(|k| !k.is_empty())
+                        .map(Secret::new)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            api_key_header: parse("API_KEY_HEADER", get("API_KEY_HEADER"), |v| {
+                let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+                if v.chars().all(token) {
+                    Ok(v.to_owned())
+                } else {
+                    Err("expected an HTTP header name such as X-API-Key")
+                }
+            })?
+            .unwrap_or(defaults.api_key_header),
+            jwt_secret: lookup("JWT_SECRET")
+                .filter(|v| !v.is_empty())
+                .map(Secret::new),
             problem_base_url: get("PROBLEM_BASE_URL").map(|v| v.trim_end_matches('/').to_owned()),
             max_body_bytes: parse("MAX_BODY_BYTES", get("MAX_BODY_BYTES"), |v| {
                 v.parse::<usize>()
@@ -127,15 +177,72 @@ impl Settings {
                     .filter(|n| *n > 0)
                     .ok_or("expected a positive whole number")
             })?,
-            cors_origins: get("CORS_ORIGINS")
-                .map(|v| {
-                    v.split(',')
-                        .map(|s| s.trim().to_owned())
-                        .filter(|s| !s.is_empty())
-                        .collect()
-                })
+            cors_origins: parse("CORS_ORIGINS", get("CORS_ORIGINS"), parse_origins)?
                 .unwrap_or_default(),
+            deprecation_form: parse(
+                "DEPRECATION_HEADER_FORM",
+                get("DEPRECATION_HEADER_FORM"),
+                |v| versioned_notes::DeprecationForm::parse(v).ok_or("expected true or rfc9745"),
+            )?
+            .unwrap_or_default(),
+            webhook_secret: secret("WEBHOOK_SECRET", lookup("WEBHOOK_SECRET"))?,
+            webhook_secret_previous: match (
+                lookup("WEBHOOK_SECRET").is_some(),
+                secret("WEBHOOK_SECRET_PREVIOUS", lookup("WEBHOOK_SECRET_PREVIOUS"))?,
+            ) {
+                (false, Some(_)) => {
+                    return Err(ConfigError {
+                        variable: "WEBHOOK_SECRET_PREVIOUS",
+                        message: "set without WEBHOOK_SECRET".to_owned(),
+                    });
+                }
+                (_, previous) => previous,
+            },
+            webhook_fixed_now: None,
+            api_auth: parse("API_AUTH", get("API_AUTH"), |v| {
+                crate::middleware::token_auth::ApiAuth::parse(v).ok_or("expected off or tokens")
+            })?
+            .unwrap_or_default(),
         })
+    }
+}
+
+/// A secret variable: unset is `None`; set but empty or whitespace only is an error (an empty
+/// HMAC key would make every signature forgeable). The value is used as is, never trimmed.
+fn secret(variable: &'static str, raw: Option<String>) -> Result<Option<Secret>, ConfigError> {
+    match raw {
+        None => Ok(None),
+        Some(v) if v.trim().is_empty() => Err(ConfigError {
+            variable,
+            message: "must not be empty or whitespace only (unset it to refuse every webhook)"
+                .to_owned(),
+        }),
+        Some(v) => Ok(Some(Secret::new(v))),
+    }
+}
+
+/// Comma-separated origins, each `http(s)://host[:port]` with no path.
+fn parse_origins(v: &str) -> Result<Vec<String>, &'static str> {
+    let origins: Vec<String> = v
+        .split(',')
+        .map(|s| s.trim().trim_end_matches('/').to_owned())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let valid = |o: &str| {
+        let rest = o
+            .strip_prefix("https://")
+            .or_else(|| o.strip_prefix("http://"));
+        rest.is_some_and(|host| {
+            !host.is_empty()
+                && host
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
+        })
+    };
+    if origins.iter().all(|o| valid(o)) {
+        Ok(origins)
+    } else {
+        Err("expected comma-separated origins like https://app.example.com")
     }
 }
 
@@ -177,6 +284,23 @@ mod tests {
     }
 
     #[test]
+    fn deprecation_header_form() {
+        use versioned_notes::DeprecationForm;
+        assert_eq!(
+            settings(&[]).unwrap().deprecation_form,
+            DeprecationForm::Boolean
+        );
+        let s = settings(&[("DEPRECATION_HEADER_FORM", "rfc9745")]).unwrap();
+        assert_eq!(s.deprecation_form, DeprecationForm::Rfc9745);
+        assert_eq!(
+            settings(&[("DEPRECATION_HEADER_FORM", "date")])
+                .unwrap_err()
+                .variable,
+            "DEPRECATION_HEADER_FORM"
+        );
+    }
+
+    #[test]
     fn bad_values_name_the_variable() {
         assert_eq!(settings(&[("BIND", "nope")]).unwrap_err().variable, "BIND");
         assert_eq!(
@@ -195,6 +319,68 @@ mod tests {
                 .variable,
             "TRUST_FORWARDED_FOR"
         );
+    }
+
+    #[test]
+    fn cors_origins_are_validated() {
+        let s = settings(&[("CORS_ORIGINS", "https://a.example, http://localhost:3000/")]).unwrap();
+        assert_eq!(
+            s.cors_origins,
+            vec!["https://a.example", "http://localhost:3000"]
+        );
+        for bad in ["*", "a.example", "https://a.example/path", "ftp://x"] {
+            assert_eq!(
+                settings(&[("CORS_ORIGINS", bad)]).unwrap_err().variable,
+                "CORS_ORIGINS"
+            );
+        }
+    }
+
+    #[test]
+    fn example_credentials() {
+        let s = settings(&[
+            ("API_KEYS", " k1, ,k2 "),
+            ("API_KEY_HEADER", "X-Machine-Key"),
+            ("JWT_SECRET", "  spaces count  "),
+        ])
+        .unwrap();
+        assert_eq!(s.api_keys, vec![Secret::new("k1"), Secret::new("k2")]);
+        assert_eq!(s.api_key_header, "X-Machine-Key");
+        assert_eq!(s.jwt_secret, Some(Secret::new("  spaces count  ")));
+        let d = settings(&[]).unwrap();
+        assert!(d.api_keys.is_empty() && d.jwt_secret.is_none());
+        assert_eq!(d.api_key_header, "X-API-Key");
+        assert_eq!(
+            settings(&[("API_KEY_HEADER", "bad header")])
+                .unwrap_err()
+                .variable,
+            "API_KEY_HEADER"
+        );
+    }
+
+    #[test]
+    fn webhook_secrets() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(s.webhook_secret, None);
+        assert_eq!(s.webhook_secret_previous, None);
+        let s = settings(&[
+            ("WEBHOOK_SECRET", " whsec new "),
+            ("WEBHOOK_SECRET_PREVIOUS", "old"),
+        ])
+        .unwrap();
+        assert_eq!(s.webhook_secret, Some(Secret::new(" whsec new ")));
+        assert_eq!(s.webhook_secret_previous, Some(Secret::new("old")));
+        for blank in ["", " ", "\t\n"] {
+            let err = settings(&[("WEBHOOK_SECRET", blank)]).unwrap_err();
+            assert_eq!(err.variable, "WEBHOOK_SECRET");
+            let err = settings(&[("WEBHOOK_SECRET", "s"), ("WEBHOOK_SECRET_PREVIOUS", blank)])
+                .unwrap_err();
+            assert_eq!(err.variable, "WEBHOOK_SECRET_PREVIOUS");
+        }
+        let err = settings(&[("WEBHOOK_SECRET_PREVIOUS", "old")]).unwrap_err();
+        assert_eq!(err.variable, "WEBHOOK_SECRET_PREVIOUS");
+        let shown = format!("{:?}", settings(&[("WEBHOOK_SECRET", "hunter2")]).unwrap());
+        assert!(!shown.contains("hunter2"));
     }
 
     #[test]

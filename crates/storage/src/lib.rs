@@ -2,6 +2,8 @@
 
 mod backend;
 mod migrations;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod timestamp;
 
 pub use backend::{Backend, Database, DbConnection, Pool, PooledConn, StorageError};

@@ -78,19 +78,25 @@ impl RateLimiter {
     }
 
     fn client_ip(&self, req: &ServiceRequest) -> Option<IpAddr> {
-        if self.trust_forwarded_for {
-            let forwarded = req
-                .headers()
-                .get("x-forwarded-for")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split(',').next())
-                .and_then(|v| v.trim().parse().ok());
-            if forwarded.is_some() {
-                return forwarded;
-            }
-        }
-        req.peer_addr().map(|a| a.ip())
+        client_ip(req, self.trust_forwarded_for)
     }
+}
+
+/// The client's address: the socket peer, or the first `X-Forwarded-For` entry when
+/// `trust_forwarded_for` (only behind a trusted proxy).
+pub fn client_ip(req: &ServiceRequest, trust_forwarded_for: bool) -> Option<IpAddr> {
+    if trust_forwarded_for {
+        let forwarded = req
+            .headers()
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.trim().parse().ok());
+        if forwarded.is_some() {
+            return forwarded;
+        }
+    }
+    req.peer_addr().map(|a| a.ip())
 }
 
 fn exempt(path: &str) -> bool {

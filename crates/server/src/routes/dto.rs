@@ -9,6 +9,20 @@ use apistos::schemars;
 /// Required text: at least one character that is not white space, and no NUL.
 pub const TEXT_PATTERN: &str = r"^[^\u0000]*[^\s\u0000][^\u0000]*$";
 
+/// Optional text: anything without NUL (blank allowed).
+pub const NO_NUL_PATTERN: &str = r"^[^\u0000]*$";
+
+/// `limit` and `offset` for the lists that clamp (areas B and C): any integer is accepted;
+/// only a value that is not an integer is 422.
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct ClampedPageQuery {
+    /// Items per page (default 20); clamped into 1..100.
+    pub limit: Option<i64>,
+    /// Items to skip (default 0); a negative value counts as 0.
+    pub offset: Option<i64>,
+}
+
 /// `limit` 1..=100 (default 20) and `offset` ≥ 0 (default 0); anything else is 422.
 #[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]

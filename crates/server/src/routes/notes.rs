@@ -51,16 +51,48 @@ pub struct NotePath {
 
 crate::list_dto!(NoteList, NoteDto);
 
+// The operations behind `/notes` and `/examples/notes` (same store, same shapes).
+
+pub(crate) async fn list_page(db: &Db, q: &RawQuery<PageQuery>) -> Result<NoteList, ApiError> {
+    let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
+    let (items, total) = db.run(move |c| repo::notes::list(c, page)).await?;
+    Ok(pagination::ListEnvelope::new(items, page, total).into())
+}
+
+pub(crate) async fn create_one(db: &Db, body: &JsonObject<NoteBody>) -> Result<NoteDto, ApiError> {
+    let input = NoteInput::from_json(body)?;
+    Ok(db
+        .run(move |c| repo::notes::create(c, &input))
+        .await?
+        .into())
+}
+
+pub(crate) async fn fetch_one(db: &Db, id: i64) -> Result<NoteDto, ApiError> {
+    Ok(db.run(move |c| repo::notes::get(c, id)).await?.into())
+}
+
+pub(crate) async fn replace_one(
+    db: &Db,
+    id: i64,
+    body: &JsonObject<NoteBody>,
+) -> Result<NoteDto, ApiError> {
+    let input = NoteInput::from_json(body)?;
+    Ok(db
+        .run(move |c| repo::notes::update(c, id, &input))
+        .await?
+        .into())
+}
+
+pub(crate) async fn delete_one(db: &Db, id: i64) -> Result<(), ApiError> {
+    db.run(move |c| repo::notes::delete(c, id)).await
+}
+
 /// List notes
 ///
 /// Notes by id ascending, paged by `limit` and `offset`.
 #[api_operation(operation_id = "list_notes", tag = "notes", error_code = 422)]
 pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Json<NoteList>, ApiError> {
-    let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
-    let (items, total) = db.run(move |c| repo::notes::list(c, page)).await?;
-    Ok(Json(
-        pagination::ListEnvelope::new(items, page, total).into(),
-    ))
+    Ok(Json(list_page(&db, &q).await?))
 }
 
 /// Create a note
@@ -75,16 +107,13 @@ pub async fn create(
     db: Data<Db>,
     body: JsonObject<NoteBody>,
 ) -> Result<CreatedJson<NoteDto>, ApiError> {
-    let input = NoteInput::from_json(&body)?;
-    let note = db.run(move |c| repo::notes::create(c, &input)).await?;
-    Ok(CreatedJson(note.into()))
+    Ok(CreatedJson(create_one(&db, &body).await?))
 }
 
 /// Get a note
 #[api_operation(operation_id = "get_note", tag = "notes", error_code = 404)]
 pub async fn get_one(db: Data<Db>, path: Path<NotePath>) -> Result<Json<NoteDto>, ApiError> {
-    let id = path.note_id;
-    Ok(Json(db.run(move |c| repo::notes::get(c, id)).await?.into()))
+    Ok(Json(fetch_one(&db, path.note_id).await?))
 }
 
 /// Replace a note's title and body
@@ -101,19 +130,13 @@ pub async fn update(
     path: Path<NotePath>,
     body: JsonObject<NoteBody>,
 ) -> Result<Json<NoteDto>, ApiError> {
-    let (id, input) = (path.note_id, NoteInput::from_json(&body)?);
-    Ok(Json(
-        db.run(move |c| repo::notes::update(c, id, &input))
-            .await?
-            .into(),
-    ))
+    Ok(Json(replace_one(&db, path.note_id, &body).await?))
 }
 
 /// Delete a note and its comments
 #[api_operation(operation_id = "delete_note", tag = "notes", error_code = 404)]
 pub async fn remove(db: Data<Db>, path: Path<NotePath>) -> Result<NoContent, ApiError> {
-    let id = path.note_id;
-    db.run(move |c| repo::notes::delete(c, id)).await?;
+    delete_one(&db, path.note_id).await?;
     Ok(NoContent)
 }
 

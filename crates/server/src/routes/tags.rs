@@ -47,14 +47,43 @@ pub struct TagPath {
 
 crate::list_dto!(TagList, TagDto);
 
+// The operations behind `/tags` and `/examples/tags` (same store, same shapes).
+
+pub(crate) async fn list_page(db: &Db, q: &RawQuery<PageQuery>) -> Result<TagList, ApiError> {
+    let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
+    let (items, total) = db.run(move |c| repo::tags::list(c, page)).await?;
+    Ok(pagination::ListEnvelope::new(items, page, total).into())
+}
+
+pub(crate) async fn create_one(db: &Db, body: &JsonObject<TagBody>) -> Result<TagDto, ApiError> {
+    let input = TagInput::from_json(body)?;
+    Ok(db.run(move |c| repo::tags::create(c, &input)).await?.into())
+}
+
+pub(crate) async fn fetch_one(db: &Db, id: i64) -> Result<TagDto, ApiError> {
+    Ok(db.run(move |c| repo::tags::get(c, id)).await?.into())
+}
+
+pub(crate) async fn replace_one(
+    db: &Db,
+    id: i64,
+    body: &JsonObject<TagBody>,
+) -> Result<TagDto, ApiError> {
+    let input = TagInput::from_json(body)?;
+    Ok(db
+        .run(move |c| repo::tags::update(c, id, &input))
+        .await?
+        .into())
+}
+
+pub(crate) async fn delete_one(db: &Db, id: i64) -> Result<(), ApiError> {
+    db.run(move |c| repo::tags::delete(c, id)).await
+}
+
 /// List tags
 #[api_operation(operation_id = "list_tags", tag = "tags", error_code = 422)]
 pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Json<TagList>, ApiError> {
-    let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
-    let (items, total) = db.run(move |c| repo::tags::list(c, page)).await?;
-    Ok(Json(
-        pagination::ListEnvelope::new(items, page, total).into(),
-    ))
+    Ok(Json(list_page(&db, &q).await?))
 }
 
 /// Create a tag
@@ -72,16 +101,13 @@ pub async fn create(
     db: Data<Db>,
     body: JsonObject<TagBody>,
 ) -> Result<CreatedJson<TagDto>, ApiError> {
-    let input = TagInput::from_json(&body)?;
-    let tag = db.run(move |c| repo::tags::create(c, &input)).await?;
-    Ok(CreatedJson(tag.into()))
+    Ok(CreatedJson(create_one(&db, &body).await?))
 }
 
 /// Get a tag
 #[api_operation(operation_id = "get_tag", tag = "tags", error_code = 404)]
 pub async fn get_one(db: Data<Db>, path: Path<TagPath>) -> Result<Json<TagDto>, ApiError> {
-    let id = path.tag_id;
-    Ok(Json(db.run(move |c| repo::tags::get(c, id)).await?.into()))
+    Ok(Json(fetch_one(&db, path.tag_id).await?))
 }
 
 /// Rename a tag
@@ -99,19 +125,13 @@ pub async fn update(
     path: Path<TagPath>,
     body: JsonObject<TagBody>,
 ) -> Result<Json<TagDto>, ApiError> {
-    let (id, input) = (path.tag_id, TagInput::from_json(&body)?);
-    Ok(Json(
-        db.run(move |c| repo::tags::update(c, id, &input))
-            .await?
-            .into(),
-    ))
+    Ok(Json(replace_one(&db, path.tag_id, &body).await?))
 }
 
 /// Delete a tag
 #[api_operation(operation_id = "delete_tag", tag = "tags", error_code = 404)]
 pub async fn remove(db: Data<Db>, path: Path<TagPath>) -> Result<NoContent, ApiError> {
-    let id = path.tag_id;
-    db.run(move |c| repo::tags::delete(c, id)).await?;
+    delete_one(&db, path.tag_id).await?;
     Ok(NoContent)
 }
 

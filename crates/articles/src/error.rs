@@ -1,0 +1,18 @@
+use problem_details::{FieldError, Problem, ToProblem};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("invalid input")]
+    Validation(Vec<FieldError>),
+    #[error("storage failure")]
+    Storage(#[from] diesel::result::Error),
+}
+
+impl ToProblem for Error {
+    fn to_problem(&self) -> Problem {
+        match self {
+            Error::Validation(errors) => Problem::validation(errors.clone()),
+            Error::Storage(_) => Problem::internal(),
+        }
+    }
+}

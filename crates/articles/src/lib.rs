@@ -1,0 +1,12 @@
+#![doc = include_str!("../README.md")]
+
+mod error;
+mod model;
+pub mod repo;
+mod schema;
+pub mod service;
+
+pub use error::Error;
+pub use model::{
+    ARTICLE_AUTHOR_MAX, ARTICLE_CATEGORY_MAX, ARTICLE_TITLE_MAX, Article, ArticleInput, NewArticle,
+};

@@ -1,0 +1,112 @@
+//! Repository functions over `&mut DbConnection`, the same code on SQLite and PostgreSQL. The
+//! caller decides on transactions.
+
+use diesel::prelude::*;
+use pagination::{Cursor, CursorPage, OffsetPage, Page};
+use storage::DbConnection;
+
+use crate::schema::articles;
+use crate::{Article, Error, NewArticle};
+
+type Row = (i64, String, String, Option<String>, String);
+const COLUMNS: (
+    articles::id,
+    articles::title,
+    articles::author,
+    articles::category,
+    articles::created_at,
+) = (
+    articles::id,
+    articles::title,
+    articles::author,
+    articles::category,
+    articles::created_at,
+);
+
+fn to_article((id, title, author, category, created_at): Row) -> Article {
+    Article {
+        id,
+        title,
+        author,
+        category,
+        created_at,
+    }
+}
+
+pub fn create(conn: &mut DbConnection, new: &NewArticle) -> Result<Article, Error> {
+    let row: Row = diesel::insert_into(articles::table)
+        .values((
+            articles::title.eq(&new.title),
+            articles::author.eq(&new.author),
+            articles::category.eq(new.category.as_deref()),
+            articles::created_at.eq(&new.created_at),
+        ))
+        .returning(COLUMNS)
+        .get_result(conn)?;
+    Ok(to_article(row))
+}
+
+/// Inserts `rows` with one multi-row `INSERT`; returns how many were inserted. Keep a batch
+/// within the backends' bind limits (4 values per row: SQLite allows 32,766 binds,
+/// PostgreSQL 65,535).
+pub fn insert_batch(conn: &mut DbConnection, rows: &[NewArticle]) -> Result<usize, Error> {
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let values: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            (
+                articles::title.eq(&r.title),
+                articles::author.eq(&r.author),
+                articles::category.eq(r.category.as_deref()),
+                articles::created_at.eq(&r.created_at),
+            )
+        })
+        .collect();
+    let inserted = storage::with_backend!(conn, |c| diesel::insert_into(articles::table)
+        .values(&values)
+        .execute(c))?;
+    Ok(inserted)
+}
+
+/// Offset paging: `ORDER BY id DESC LIMIT ? OFFSET ?` and `COUNT(*)` for `total`. Both grow
+/// with the table (the offset rows are read and skipped; the count visits every row).
+pub fn list_offset(conn: &mut DbConnection, page: Page) -> Result<OffsetPage<Article>, Error> {
+    let rows: Vec<Row> = articles::table
+        .select(COLUMNS)
+        .order(articles::id.desc())
+        .limit(page.limit)
+        .offset(page.offset)
+        .load(conn)?;
+    let total: i64 = articles::table.count().get_result(conn)?;
+    Ok(OffsetPage::new(
+        rows.into_iter().map(to_article).collect(),
+        page,
+        total,
+    ))
+}
+
+/// Cursor paging: one range query on the primary key,
+/// `WHERE id < after ORDER BY id DESC LIMIT limit + 1` (no `WHERE` on the first page). No
+/// `OFFSET` and no `COUNT`: the cost is the same on the first page and the ten-thousandth.
+pub fn list_cursor(conn: &mut DbConnection, cursor: Cursor) -> Result<CursorPage<Article>, Error> {
+    let first_page = articles::table
+        .select(COLUMNS)
+        .order(articles::id.desc())
+        .limit(cursor.fetch());
+    let rows: Vec<Row> = match cursor.after {
+        Some(after) => first_page.filter(articles::id.lt(after)).load(conn)?,
+        None => first_page.load(conn)?,
+    };
+    Ok(CursorPage::from_rows(
+        rows.into_iter().map(to_article).collect(),
+        cursor,
+        |a| a.id,
+    ))
+}
+
+/// How many articles there are.
+pub fn count(conn: &mut DbConnection) -> Result<i64, Error> {
+    Ok(articles::table.count().get_result(conn)?)
+}

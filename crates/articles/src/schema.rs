@@ -1,0 +1,9 @@
+diesel::table! {
+    articles (id) {
+        id -> BigInt,
+        title -> Text,
+        author -> Text,
+        category -> Nullable<Text>,
+        created_at -> Text,
+    }
+}

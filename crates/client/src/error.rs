@@ -1,0 +1,195 @@
+//! [`ClientError`] and the typed [`Problem`] of an RFC 9457 error response.
+
+use std::fmt;
+use std::time::Duration;
+
+use problem_details::{FieldErrorCode, Slug};
+use serde_json::{Map, Value};
+
+use crate::types::HealthReport;
+
+/// Everything a call can fail with. No variant carries a raw serde error or a credential.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The request could not be sent or no response arrived (connection refused or reset,
+    /// DNS, TLS, timeout), after the retries the policy allows.
+    #[error("{operation}: transport error: {source}")]
+    Transport {
+        operation: &'static str,
+        #[source]
+        source: reqwest::Error,
+    },
+    /// A response arrived but is not what the API describes: not JSON, HTML, truncated, a
+    /// wrong type, a missing field, an unexpected success status… `reason` says where.
+    #[error("{operation}: invalid response: {reason}")]
+    InvalidResponse {
+        operation: &'static str,
+        reason: String,
+    },
+    /// The service answered with a problem document (4xx/5xx).
+    #[error("{0}")]
+    Api(Box<Problem>),
+    /// An error status whose body is not a problem document (a proxy's HTML page, say).
+    #[error("{operation}: unexpected HTTP status {status}")]
+    UnexpectedStatus {
+        operation: &'static str,
+        status: u16,
+        content_type: Option<String>,
+    },
+    /// The reply came from another service than the one the client was built to expect.
+    #[error("{operation}: expected service {expected:?}, but {actual:?} answered")]
+    ServiceMismatch {
+        operation: &'static str,
+        expected: String,
+        actual: String,
+    },
+    /// `GET /health` answered 503 and the caller did not accept a degraded service.
+    #[error("health: the service is degraded (database: {})", .0.db.as_str())]
+    Degraded(HealthReport),
+    /// The client was configured wrongly (an unusable base URL or header value).
+    #[error("invalid client configuration: {0}")]
+    Config(String),
+}
+
+impl ClientError {
+    /// The problem document, when the service answered with one.
+    pub fn problem(&self) -> Option<&Problem> {
+        match self {
+            ClientError::Api(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status of the answer, when there was one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Api(p) => Some(p.status),
+            ClientError::UnexpectedStatus { status, .. } => Some(*status),
+            ClientError::Degraded(_) => Some(503),
+            _ => None,
+        }
+    }
+
+    /// True when the service answered with this problem type.
+    pub fn is(&self, slug: Slug) -> bool {
+        self.problem()
+            .is_some_and(|p| p.kind == ProblemKind::Known(slug))
+    }
+
+    pub(crate) fn invalid(operation: &'static str, reason: impl Into<String>) -> Self {
+        ClientError::InvalidResponse {
+            operation,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The problem type: the slug at the end of `type`, typed when this client knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProblemKind {
+    Known(Slug),
+    /// A slug this client does not know (a newer server), or a `type` that is not a URI
+    /// ending in a slug (`about:blank`).
+    Other(String),
+}
+
+impl ProblemKind {
+    /// From a `type` URI: its last path segment.
+    pub fn from_type_uri(uri: &str) -> Self {
+        let slug = uri.trim_end_matches('/').rsplit('/').next().unwrap_or(uri);
+        Slug::parse(slug).map_or_else(|| ProblemKind::Other(slug.to_owned()), ProblemKind::Known)
+    }
+}
+
+/// The `code` of one entry of a 422's `errors`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldCode {
+    Known(FieldErrorCode),
+    Other(String),
+}
+
+const FIELD_CODES: [FieldErrorCode; 5] = [
+    FieldErrorCode::Required,
+    FieldErrorCode::TooLong,
+    FieldErrorCode::Invalid,
+    FieldErrorCode::OutOfRange,
+    FieldErrorCode::InvalidType,
+];
+
+impl FieldCode {
+    pub fn parse(code: &str) -> Self {
+        FIELD_CODES
+            .into_iter()
+            .find(|c| c.as_str() == code)
+            .map_or_else(|| FieldCode::Other(code.to_owned()), FieldCode::Known)
+    }
+}
+
+/// One invalid field of a 422 `validation-failed` problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+    pub code: FieldCode,
+}
+
+/// An RFC 9457 problem document, validated and typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    /// The operation that received it (the OpenAPI `operationId`).
+    pub operation: &'static str,
+    pub kind: ProblemKind,
+    /// The `type` member as sent.
+    pub type_uri: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// Every invalid field (422 only; empty otherwise).
+    pub errors: Vec<FieldError>,
+    /// Other members (for example `max_bytes` on a 413).
+    pub extensions: Map<String, Value>,
+    /// The `X-Request-Id` of the response, to quote when reporting it.
+    pub request_id: Option<String>,
+    /// `Retry-After` (429, 503), when sent.
+    pub retry_after: Option<Duration>,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let slug = match &self.kind {
+            ProblemKind::Known(s) => s.as_str(),
+            ProblemKind::Other(s) => s.as_str(),
+        };
+        write!(
+            f,
+            "{}: {} {slug}: {}",
+            self.operation, self.status, self.detail
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_codes_parse() {
+        assert_eq!(
+            ProblemKind::from_type_uri("http://x/problems/not-found"),
+            ProblemKind::Known(Slug::NotFound)
+        );
+        assert_eq!(
+            ProblemKind::from_type_uri("https://x/problems/teapot/"),
+            ProblemKind::Other("teapot".into())
+        );
+        assert_eq!(
+            ProblemKind::from_type_uri("about:blank"),
+            ProblemKind::Other("about:blank".into())
+        );
+        assert_eq!(
+            FieldCode::parse("too_long"),
+            FieldCode::Known(FieldErrorCode::TooLong)
+        );
+        assert_eq!(FieldCode::parse("weird"), FieldCode::Other("weird".into()));
+    }
+}

@@ -1,0 +1,18 @@
+#![doc = include_str!("../README.md")]
+
+pub mod check;
+mod error;
+pub mod fold;
+mod model;
+pub mod repo;
+mod schema;
+pub mod service;
+
+pub use error::Error;
+pub use fold::{apply, decide, replay};
+pub use model::{
+    ACCOUNT_ID_MAX, AGGREGATE_TYPE, AMOUNT_MAX, Account, AccountState, AppendEvent, Change,
+    EVENTS_LIMIT_MAX, Event, EventType, Fact, IDEMPOTENCY_KEY_MAX, IdempotencyKey, OWNER_MAX,
+    OpenAccount, is_valid_account_id,
+};
+pub use service::{EventsPage, Recorded};

@@ -1,0 +1,507 @@
+//! The ledger's types and the validated inputs built from JSON objects.
+
+use problem_details::{FieldError, FieldErrorCode, Fields};
+use serde_json::{Map, Value};
+
+use crate::Error;
+
+pub const ACCOUNT_ID_MAX: usize = 64;
+pub const OWNER_MAX: usize = 200;
+/// Deposits and withdrawals move 1 ..= 10^12 cents.
+pub const AMOUNT_MAX: i64 = 1_000_000_000_000;
+/// Default and maximum `limit` of an event list.
+pub const EVENTS_LIMIT_MAX: i64 = 1_000;
+/// `aggregate_type` of every event.
+pub const AGGREGATE_TYPE: &str = "account";
+/// Idempotency keys: 1 ..= 255 visible ASCII characters.
+pub const IDEMPOTENCY_KEY_MAX: usize = 255;
+
+/// The four event types (exact spelling of section 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventType {
+    AccountOpened,
+    MoneyDeposited,
+    MoneyWithdrawn,
+    AccountClosed,
+}
+
+impl EventType {
+    pub const ALL: [EventType; 4] = [
+        EventType::AccountOpened,
+        EventType::MoneyDeposited,
+        EventType::MoneyWithdrawn,
+        EventType::AccountClosed,
+    ];
+
+    /// The types a client may append through the event route (not `AccountOpened`).
+    pub const APPENDABLE: [EventType; 3] = [
+        EventType::MoneyDeposited,
+        EventType::MoneyWithdrawn,
+        EventType::AccountClosed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::AccountOpened => "AccountOpened",
+            EventType::MoneyDeposited => "MoneyDeposited",
+            EventType::MoneyWithdrawn => "MoneyWithdrawn",
+            EventType::AccountClosed => "AccountClosed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EventType> {
+        EventType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+/// True when `id` is 1–64 characters of `[A-Za-z0-9._-]`.
+pub fn is_valid_account_id(id: &str) -> bool {
+    (1..=ACCOUNT_ID_MAX).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// What an event does to an account, as the fold sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Opened { owner: String },
+    Deposited { amount_cents: i64 },
+    Withdrawn { amount_cents: i64 },
+    Closed,
+}
+
+impl Change {
+    pub fn event_type(&self) -> EventType {
+        match self {
+            Change::Opened { .. } => EventType::AccountOpened,
+            Change::Deposited { .. } => EventType::MoneyDeposited,
+            Change::Withdrawn { .. } => EventType::MoneyWithdrawn,
+            Change::Closed => EventType::AccountClosed,
+        }
+    }
+
+    /// Reads a stored event back (replay). An error names what is wrong with it.
+    pub fn from_stored(event_type: &str, payload: &Value) -> Result<Change, String> {
+        let ty = EventType::parse(event_type)
+            .ok_or_else(|| format!("unknown event type {event_type:?}"))?;
+        let obj = payload
+            .as_object()
+            .ok_or_else(|| "payload is not an object".to_owned())?;
+        let amount = || {
+            obj.get("amount_cents")
+                .and_then(Value::as_i64)
+                .filter(|a| (1..=AMOUNT_MAX).contains(a))
+                .ok_or_else(|| format!("{event_type} without a valid amount_cents"))
+        };
+        Ok(match ty {
+            EventType::AccountOpened => Change::Opened {
+                owner: obj
+                    .get("owner")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| "AccountOpened without an owner".to_owned())?
+                    .to_owned(),
+            },
+            EventType::MoneyDeposited => Change::Deposited {
+                amount_cents: amount()?,
+            },
+            EventType::MoneyWithdrawn => Change::Withdrawn {
+                amount_cents: amount()?,
+            },
+            EventType::AccountClosed => Change::Closed,
+        })
+    }
+}
+
+/// One applied event, as the fold sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fact {
+    pub sequence: i64,
+    pub occurred_at: String,
+    pub change: Change,
+}
+
+/// A stored event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub id: i64,
+    pub aggregate_id: String,
+    pub aggregate_type: String,
+    pub event_type: String,
+    pub payload: Map<String, Value>,
+    pub sequence: i64,
+    pub occurred_at: String,
+}
+
+impl Event {
+    /// The event as the fold reads it.
+    pub fn fact(&self) -> Result<Fact, String> {
+        Ok(Fact {
+            sequence: self.sequence,
+            occurred_at: self.occurred_at.clone(),
+            change: Change::from_stored(&self.event_type, &Value::Object(self.payload.clone()))?,
+        })
+    }
+}
+
+/// The current state of an account: what the projection stores and the fold computes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccountState {
+    pub owner: String,
+    pub balance_cents: i64,
+    pub is_open: bool,
+    pub last_sequence: i64,
+    /// `occurred_at` of the last applied event.
+    pub updated_at: String,
+}
+
+/// A projection row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    pub account_id: String,
+    pub state: AccountState,
+}
+
+/// A valid `POST /accounts` body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenAccount {
+    pub(crate) account_id: String,
+    pub(crate) owner: String,
+}
+
+impl OpenAccount {
+    pub fn from_json(obj: &Map<String, Value>) -> Result<Self, Error> {
+        let mut f = Fields::new(obj);
+        let account_id = f.text("account_id", ACCOUNT_ID_MAX);
+        if let Some(id) = &account_id
+            && !is_valid_account_id(id)
+        {
+            f.push(FieldError::new(
+                "account_id",
+                FieldErrorCode::Invalid,
+                "account_id must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'",
+            ));
+        }
+        let owner = f.text("owner", OWNER_MAX);
+        f.finish().map_err(Error::Validation)?;
+        match (account_id, owner) {
+            (Some(account_id), Some(owner)) => Ok(OpenAccount { account_id, owner }),
+            _ => Err(Error::Validation(Vec::new())),
+        }
+    }
+
+    pub fn new(account_id: &str, owner: &str) -> Result<Self, Error> {
+        let mut obj = Map::new();
+        obj.insert("account_id".into(), account_id.into());
+        obj.insert("owner".into(), owner.into());
+        OpenAccount::from_json(&obj)
+    }
+
+    pub fn account_id(&self) -> &str {
+        &self.account_id
+    }
+
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+}
+
+/// A valid `POST /accounts/{id}/events` body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppendEvent {
+    pub(crate) change: Change,
+    /// Stored as sent (an object).
+    pub(crate) payload: Map<String, Value>,
+    pub(crate) expected_sequence: Option<i64>,
+}
+
+impl AppendEvent {
+    pub fn from_json(obj: &Map<String, Value>) -> Result<Self, Error> {
+        let mut f = Fields::new(obj);
+        let event_type = match obj.get("event_type") {
+            None | Some(Value::Null) => {
+                f.push(FieldError::new(
+                    "event_type",
+                    FieldErrorCode::Required,
+                    "event_type is required",
+                ));
+                None
+            }
+            Some(Value::String(s)) => match EventType::parse(s) {
+                Some(EventType::AccountOpened) => {
+                    f.push(FieldError::new(
+                        "event_type",
+                        FieldErrorCode::Invalid,
+                        "AccountOpened is recorded by POST /accounts and cannot be appended",
+                    ));
+                    None
+                }
+                Some(t) => Some(t),
+                None => {
+                    f.push(FieldError::new(
+                        "event_type",
+                        FieldErrorCode::Invalid,
+                        "event_type must be one of MoneyDeposited, MoneyWithdrawn, AccountClosed",
+                    ));
+                    None
+                }
+            },
+            Some(_) => {
+                f.push(FieldError::new(
+                    "event_type",
+                    FieldErrorCode::InvalidType,
+                    "event_type must be a string",
+                ));
+                None
+            }
+        };
+        let payload = match obj.get("payload") {
+            None | Some(Value::Null) => Some(Map::new()),
+            Some(Value::Object(p)) => Some(p.clone()),
+            Some(_) => {
+                f.push(FieldError::new(
+                    "payload",
+                    FieldErrorCode::InvalidType,
+                    "payload must be an object",
+                ));
+                None
+            }
+        };
+        let amount = match (event_type, &payload) {
+            (Some(EventType::MoneyDeposited | EventType::MoneyWithdrawn), Some(p)) => {
+                let mut inner = Fields::new(p);
+                let amount = inner.integer("amount_cents", 1..=AMOUNT_MAX);
+                if let Err(errors) = inner.finish() {
+                    for mut e in errors {
+                        e.field = format!("payload.{}", e.field);
+                        e.message = format!("payload.{}", e.message);
+                        f.push(e);
+                    }
+                }
+                amount
+            }
+            _ => None,
+        };
+        let expected_sequence = match obj.get("expected_sequence") {
+            None | Some(Value::Null) => None,
+            Some(_) => f.integer("expected_sequence", 0..=i64::MAX),
+        };
+        f.finish().map_err(Error::Validation)?;
+        let change = match (event_type, amount) {
+            (Some(EventType::MoneyDeposited), Some(amount_cents)) => {
+                Change::Deposited { amount_cents }
+            }
+            (Some(EventType::MoneyWithdrawn), Some(amount_cents)) => {
+                Change::Withdrawn { amount_cents }
+            }
+            (Some(EventType::AccountClosed), _) => Change::Closed,
+            _ => return Err(Error::Validation(Vec::new())),
+        };
+        Ok(AppendEvent {
+            change,
+            payload: payload.unwrap_or_default(),
+            expected_sequence,
+        })
+    }
+
+    /// A command without the JSON round trip (tests, tools).
+    pub fn new(change: Change, expected_sequence: Option<i64>) -> Self {
+        let mut payload = Map::new();
+        match &change {
+            Change::Deposited { amount_cents } | Change::Withdrawn { amount_cents } => {
+                payload.insert("amount_cents".into(), (*amount_cents).into());
+            }
+            Change::Opened { owner } => {
+                payload.insert("owner".into(), owner.clone().into());
+            }
+            Change::Closed => {}
+        }
+        AppendEvent {
+            change,
+            payload,
+            expected_sequence,
+        }
+    }
+
+    pub fn change(&self) -> &Change {
+        &self.change
+    }
+
+    pub fn expected_sequence(&self) -> Option<i64> {
+        self.expected_sequence
+    }
+}
+
+/// An `Idempotency-Key` with the fingerprint of the request it came with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey {
+    pub(crate) key: String,
+    pub(crate) fingerprint: String,
+}
+
+impl IdempotencyKey {
+    /// `scope` names the operation (and its target), `body` is the request body; the same key
+    /// with another scope or body is a different request (409).
+    pub fn new(raw: &str, scope: &str, body: &Map<String, Value>) -> Result<Self, Error> {
+        let valid = (1..=IDEMPOTENCY_KEY_MAX).contains(&raw.len())
+            && raw.bytes().all(|b| (0x21..=0x7e).contains(&b));
+        if !valid {
+            return Err(Error::Validation(vec![FieldError::new(
+                "Idempotency-Key",
+                FieldErrorCode::Invalid,
+                "Idempotency-Key must be 1 to 255 visible ASCII characters",
+            )]));
+        }
+        use sha2::Digest;
+        let mut hasher = sha2::Sha256::new();
+        hasher.update(scope.as_bytes());
+        hasher.update(b"\n");
+        hasher.update(canonical(&Value::Object(body.clone())).as_bytes());
+        Ok(IdempotencyKey {
+            key: raw.to_owned(),
+            fingerprint: hex::encode(hasher.finalize()),
+        })
+    }
+
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+}
+
+/// JSON text with object members sorted, whatever map order serde_json was built with.
+fn canonical(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let mut entries: Vec<_> = m.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            let inner: Vec<String> = entries
+                .into_iter()
+                .map(|(k, v)| format!("{}:{}", Value::String(k.clone()), canonical(v)))
+                .collect();
+            format!("{{{}}}", inner.join(","))
+        }
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(canonical).collect();
+            format!("[{}]", inner.join(","))
+        }
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    fn fields(err: Error) -> Vec<(String, &'static str)> {
+        match err {
+            Error::Validation(errs) => errs
+                .into_iter()
+                .map(|e| (e.field, e.code.as_str()))
+                .collect(),
+            other => panic!("expected validation, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn account_ids() {
+        assert!(is_valid_account_id("a"));
+        assert!(is_valid_account_id("Acc_1.2-3"));
+        assert!(is_valid_account_id(&"x".repeat(64)));
+        assert!(!is_valid_account_id(&"x".repeat(65)));
+        assert!(!is_valid_account_id(""));
+        assert!(!is_valid_account_id("a b"));
+        assert!(!is_valid_account_id("é"));
+        assert!(!is_valid_account_id("a/b"));
+    }
+
+    #[test]
+    fn open_reports_every_field() {
+        let err = OpenAccount::from_json(&obj(json!({"account_id": "a b", "owner": " "})));
+        assert_eq!(
+            fields(err.unwrap_err()),
+            vec![
+                ("account_id".into(), "invalid"),
+                ("owner".into(), "required")
+            ]
+        );
+        let err = OpenAccount::from_json(&obj(json!({}))).unwrap_err();
+        assert_eq!(fields(err).len(), 2);
+        let ok = OpenAccount::from_json(&obj(json!({"account_id": "acc-1", "owner": " Ann "})));
+        assert_eq!(ok.unwrap().owner(), " Ann ");
+    }
+
+    #[test]
+    fn append_rules() {
+        let e = AppendEvent::from_json(&obj(
+            json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 5}}),
+        ))
+        .unwrap();
+        assert_eq!(e.change, Change::Deposited { amount_cents: 5 });
+        let err = AppendEvent::from_json(&obj(json!({"event_type": "AccountOpened"})));
+        assert_eq!(
+            fields(err.unwrap_err()),
+            vec![("event_type".into(), "invalid")]
+        );
+        let err = AppendEvent::from_json(&obj(
+            json!({"event_type": "MoneyWithdrawn", "payload": {"amount_cents": 0}}),
+        ));
+        assert_eq!(
+            fields(err.unwrap_err()),
+            vec![("payload.amount_cents".into(), "out_of_range")]
+        );
+        let err = AppendEvent::from_json(&obj(
+            json!({"event_type": "Nope", "payload": 3, "expected_sequence": -1}),
+        ));
+        assert_eq!(
+            fields(err.unwrap_err()),
+            vec![
+                ("event_type".into(), "invalid"),
+                ("payload".into(), "invalid_type"),
+                ("expected_sequence".into(), "out_of_range"),
+            ]
+        );
+        let closed = AppendEvent::from_json(&obj(
+            json!({"event_type": "AccountClosed", "payload": {"reason": [1]}, "expected_sequence": 3}),
+        ))
+        .unwrap();
+        assert_eq!(closed.change, Change::Closed);
+        assert_eq!(closed.expected_sequence, Some(3));
+    }
+
+    #[test]
+    fn idempotency_fingerprints() {
+        let a = IdempotencyKey::new("k", "open", &obj(json!({"a": 1, "b": {"y": 1, "x": 2}})));
+        let b = IdempotencyKey::new("k", "open", &obj(json!({"b": {"x": 2, "y": 1}, "a": 1})));
+        assert_eq!(a.unwrap(), b.unwrap());
+        let c = IdempotencyKey::new("k", "open", &obj(json!({"a": 2}))).unwrap();
+        let d = IdempotencyKey::new("k", "append:x", &obj(json!({"a": 2}))).unwrap();
+        assert_ne!(c.fingerprint, d.fingerprint);
+        assert!(IdempotencyKey::new("", "open", &Map::new()).is_err());
+        assert!(IdempotencyKey::new("a b", "open", &Map::new()).is_err());
+        assert!(IdempotencyKey::new(&"k".repeat(256), "open", &Map::new()).is_err());
+    }
+
+    #[test]
+    fn stored_changes_round_trip() {
+        for change in [
+            Change::Opened { owner: "o".into() },
+            Change::Deposited { amount_cents: 7 },
+            Change::Withdrawn { amount_cents: 3 },
+            Change::Closed,
+        ] {
+            let cmd = AppendEvent::new(change.clone(), None);
+            let read = Change::from_stored(
+                change.event_type().as_str(),
+                &Value::Object(cmd.payload.clone()),
+            );
+            assert_eq!(read.unwrap(), change);
+        }
+        assert!(Change::from_stored("X", &json!({})).is_err());
+        assert!(Change::from_stored("MoneyDeposited", &json!({"amount_cents": -1})).is_err());
+    }
+}

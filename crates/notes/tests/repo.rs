@@ -1,0 +1,105 @@
+//! Repository tests on a fresh migrated database: SQLite always, PostgreSQL when
+//! `TEST_POSTGRES_URL` is set.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use notes::{CommentInput, Error, NoteInput, TagInput, repo};
+use pagination::Page;
+use serde_json::json;
+use storage::Backend;
+use storage::testing::TestDatabase;
+
+fn on_each_backend(test: impl Fn(&mut storage::DbConnection)) {
+    let admin = std::env::var("TEST_POSTGRES_URL").ok();
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let Some(db) = TestDatabase::create(backend, admin.as_deref()).unwrap() else {
+            continue;
+        };
+        let mut conn = db.migrated_connection().unwrap();
+        test(&mut conn);
+    }
+}
+
+fn note(title: &str) -> NoteInput {
+    NoteInput::from_json(json!({"title": title, "body": "b"}).as_object().unwrap()).unwrap()
+}
+
+#[test]
+fn notes_round_trip_and_page() {
+    on_each_backend(|c| {
+        let a = repo::notes::create(c, &note("a")).unwrap();
+        let b = repo::notes::create(c, &note("b")).unwrap();
+        assert!(b.id > a.id);
+        assert_eq!(repo::notes::get(c, a.id).unwrap(), a);
+        let (items, total) = repo::notes::list(
+            c,
+            Page {
+                limit: 1,
+                offset: 1,
+            },
+        )
+        .unwrap();
+        assert_eq!((items, total), (vec![b.clone()], 2));
+        let updated = repo::notes::update(c, a.id, &note("a2")).unwrap();
+        assert_eq!(updated.title, "a2");
+        repo::notes::delete(c, a.id).unwrap();
+        assert!(matches!(
+            repo::notes::get(c, a.id),
+            Err(Error::NoteNotFound { .. })
+        ));
+        assert!(matches!(
+            repo::notes::delete(c, a.id),
+            Err(Error::NoteNotFound { .. })
+        ));
+        assert!(matches!(
+            repo::notes::update(c, a.id, &note("x")),
+            Err(Error::NoteNotFound { .. })
+        ));
+    });
+}
+
+#[test]
+fn tag_names_are_unique() {
+    on_each_backend(|c| {
+        let tag = |n: &str| TagInput::from_json(json!({"name": n}).as_object().unwrap()).unwrap();
+        let a = repo::tags::create(c, &tag("x")).unwrap();
+        assert!(matches!(
+            repo::tags::create(c, &tag("x")),
+            Err(Error::DuplicateTagName { .. })
+        ));
+        let b = repo::tags::create(c, &tag("y")).unwrap();
+        assert!(matches!(
+            repo::tags::update(c, b.id, &tag("x")),
+            Err(Error::DuplicateTagName { .. })
+        ));
+        assert_eq!(repo::tags::update(c, a.id, &tag("x")).unwrap().name, "x");
+    });
+}
+
+#[test]
+fn comments_belong_to_their_note_and_cascade() {
+    on_each_backend(|c| {
+        let body =
+            |b: &str| CommentInput::from_json(json!({"body": b}).as_object().unwrap()).unwrap();
+        let n1 = repo::notes::create(c, &note("n1")).unwrap();
+        let n2 = repo::notes::create(c, &note("n2")).unwrap();
+        let c1 = repo::comments::create(c, n1.id, &body("hi")).unwrap();
+        assert!(matches!(
+            repo::comments::get(c, n2.id, c1.id),
+            Err(Error::CommentNotFound { .. })
+        ));
+        assert!(matches!(
+            repo::comments::create(c, 999_999, &body("x")),
+            Err(Error::NoteNotFound { id: 999_999 })
+        ));
+        repo::notes::delete(c, n1.id).unwrap();
+        let n3 = repo::notes::create(c, &note("n3")).unwrap();
+        assert_eq!(
+            repo::comments::list(c, n3.id, Page::default()).unwrap().1,
+            0
+        );
+        assert!(matches!(
+            repo::comments::list(c, n1.id, Page::default()),
+            Err(Error::NoteNotFound { .. })
+        ));
+    });
+}

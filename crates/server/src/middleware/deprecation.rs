@@ -1,0 +1,76 @@
+//! V1 is deprecated: every response to a path under `/v1` carries `Deprecation`, `Sunset` and
+//! `Link` (whatever produced it: a handler, an extractor's 413/415/422, a 404 for an unknown
+//! path or id, a 405, a 429), and every such call is counted per caller. No other path gets
+//! the headers. This layer sits outside the problem renderer, so it sees final responses.
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::web::Data;
+use versioned_notes::{DeprecationForm, caller, repo};
+
+use crate::db::Db;
+use crate::middleware::rate_limit::client_ip;
+
+/// What the layer needs from the settings.
+#[derive(Debug, Clone, Copy)]
+pub struct V1Policy {
+    pub form: DeprecationForm,
+    pub trust_forwarded_for: bool,
+}
+
+/// `/v1` itself or anything below it.
+pub fn is_v1(path: &str) -> bool {
+    path == "/v1" || path.starts_with("/v1/")
+}
+
+pub async fn v1(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let policy = match req.app_data::<Data<V1Policy>>() {
+        Some(policy) if is_v1(req.path()) => *policy.get_ref(),
+        _ => return Ok(next.call(req).await?.map_into_boxed_body()),
+    };
+    let who = caller(
+        req.headers().get("x-user-id").and_then(|v| v.to_str().ok()),
+        client_ip(&req, policy.trust_forwarded_for),
+    );
+    let db = req.app_data::<Data<Db>>().cloned();
+    let mut res = next.call(req).await?.map_into_boxed_body();
+    let headers = res.headers_mut();
+    for (name, value) in policy.form.headers() {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
+    // Counting never fails the call: a database problem here is only logged.
+    if let Some(db) = db
+        && let Err(err) = db.run(move |c| repo::usage::record(c, &who)).await
+    {
+        log::warn!("cannot count a V1 call: {err}");
+    }
+    Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v1_paths() {
+        for path in ["/v1", "/v1/", "/v1/notes", "/v1/notes/1", "/v1/anything"] {
+            assert!(is_v1(path), "{path}");
+        }
+        for path in [
+            "/v2/notes",
+            "/v10/notes",
+            "/v1notes",
+            "/notes",
+            "/metrics/v1-usage",
+        ] {
+            assert!(!is_v1(path), "{path}");
+        }
+    }
+}

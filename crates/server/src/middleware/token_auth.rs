@@ -1,0 +1,273 @@
+//! Optional bearer-token guard (`API_AUTH=tokens`): the routes of areas A, B, C and E need
+//! `Authorization: Bearer <raw token from area D>`. Reads (GET, HEAD, OPTIONS) need any active
+//! token; writes need scope `write` or `admin`. Missing, unknown or revoked: 401 `unauthorized`
+//! with `WWW-Authenticate: Bearer`; too small a scope: 403 `forbidden`. Off by default.
+//!
+//! The guard matches path prefixes, so routes added under them later are covered too. Each
+//! request costs one SHA-256 and one indexed lookup; there is no cache, so a revoked token is
+//! refused from the next request on.
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::Method;
+use actix_web::http::header::{AUTHORIZATION, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
+use actix_web::middleware::Next;
+use actix_web::web::Data;
+use problem_details::{Problem, Slug};
+
+use crate::db::Db;
+use crate::error::ApiError;
+
+/// The `API_AUTH` setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApiAuth {
+    #[default]
+    Off,
+    Tokens,
+}
+
+impl ApiAuth {
+    pub fn parse(value: &str) -> Option<ApiAuth> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "off" | "none" | "false" => Some(ApiAuth::Off),
+            "tokens" => Some(ApiAuth::Tokens),
+            _ => None,
+        }
+    }
+}
+
+/// Path prefixes of areas A (notes, tags, comments), B, C and E.
+pub const PROTECTED_PREFIXES: [&str; 6] =
+    ["/notes", "/tags", "/articles", "/v1", "/v2", "/accounts"];
+
+/// True for a prefix itself and anything below it (`/notes`, `/notes/1/comments`; not
+/// `/notesx`).
+pub fn is_protected(path: &str) -> bool {
+    PROTECTED_PREFIXES.iter().any(|prefix| {
+        path.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    })
+}
+
+/// The credentials of `Authorization: Bearer <token>` (scheme case-insensitive).
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_owned())
+}
+
+fn is_read(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+fn refuse(
+    req: ServiceRequest,
+    slug: Slug,
+    detail: &str,
+    challenge: &'static str,
+) -> ServiceResponse<BoxBody> {
+    let err = ApiError::new(Problem::new(slug, detail));
+    let mut res = ServiceResponse::from_err(err, req.request().clone());
+    res.headers_mut()
+        .insert(WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    res
+}
+
+pub async fn guard(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let enabled = req
+        .app_data::<Data<ApiAuth>>()
+        .is_some_and(|a| *a.as_ref() == ApiAuth::Tokens);
+    // The decoded path actix routes on, so `/%6Eotes` cannot slip past the prefix check.
+    if !enabled || !is_protected(req.match_info().as_str()) {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    }
+    let Some(raw) = bearer(req.headers()) else {
+        return Ok(refuse(
+            req,
+            Slug::Unauthorized,
+            "This route requires a bearer token: Authorization: Bearer <token>.",
+            "Bearer",
+        ));
+    };
+    let Some(db) = req.app_data::<Data<Db>>().cloned() else {
+        return Err(ApiError::internal("API_AUTH: no database handle").into());
+    };
+    let token = match db
+        .run(move |c| Ok::<_, ApiError>(tokens::service::authenticate(c, &raw)))
+        .await
+    {
+        Ok(Ok(token)) => token,
+        Ok(Err(storage)) => return Err(ApiError::internal(storage).into()),
+        Err(problem) => return Err(problem.into()),
+    };
+    match token {
+        None => Ok(refuse(
+            req,
+            Slug::Unauthorized,
+            "The bearer token is unknown or revoked.",
+            "Bearer",
+        )),
+        Some(t) if !is_read(req.method()) && !t.scope.allows_write() => {
+            let detail = format!(
+                "A token with scope {} cannot {} here; this needs scope write or admin.",
+                t.scope,
+                req.method()
+            );
+            Ok(refuse(
+                req,
+                Slug::Forbidden,
+                &detail,
+                "Bearer error=\"insufficient_scope\"",
+            ))
+        }
+        Some(_) => Ok(next.call(req).await?.map_into_boxed_body()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::http::header::HeaderName;
+
+    #[test]
+    fn prefixes() {
+        for p in [
+            "/notes",
+            "/notes/1",
+            "/tags",
+            "/articles/offset",
+            "/v1/notes",
+            "/v2",
+            "/accounts/a/events",
+            "/notes/1/comments",
+        ] {
+            assert!(is_protected(p), "{p}");
+        }
+        for p in [
+            "/",
+            "/health",
+            "/users/1/tokens",
+            "/tokens/verify",
+            "/notesx",
+            "/v3/notes",
+            "/docs",
+            "/openapi.json",
+            "/problems/not-found",
+            "/webhook",
+        ] {
+            assert!(!is_protected(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn bearer_values() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer(&h), None);
+        let name = HeaderName::from_static("authorization");
+        for (value, expected) in [
+            ("Bearer abc", Some("abc")),
+            ("bearer  abc ", Some("abc")),
+            ("Basic abc", None),
+            ("Bearer", None),
+            ("Bearer   ", None),
+        ] {
+            h.insert(name.clone(), HeaderValue::from_static(value));
+            assert_eq!(bearer(&h).as_deref(), expected, "{value}");
+        }
+    }
+
+    #[test]
+    fn api_auth_setting() {
+        let read = |v: Option<&str>| {
+            crate::settings::Settings::from_lookup(|k| {
+                (k == "API_AUTH").then(|| v.map(str::to_owned)).flatten()
+            })
+        };
+        assert_eq!(read(None).unwrap().api_auth, ApiAuth::Off);
+        assert_eq!(read(Some("tokens")).unwrap().api_auth, ApiAuth::Tokens);
+        assert_eq!(read(Some("off")).unwrap().api_auth, ApiAuth::Off);
+        assert_eq!(read(Some("jwt")).unwrap_err().variable, "API_AUTH");
+    }
+
+    #[test]
+    fn settings_values() {
+        assert_eq!(ApiAuth::parse("tokens"), Some(ApiAuth::Tokens));
+        assert_eq!(ApiAuth::parse("OFF"), Some(ApiAuth::Off));
+        assert_eq!(ApiAuth::parse("jwt"), None);
+    }
+}
+
+/// The access log's request line (`METHOD /path?query HTTP/x`) with anything that may be a
+/// secret masked: the values of query parameters named like credentials, and any run of 32 or
+/// more hexadecimal characters (a raw token is 64). Headers are never logged.
+pub fn log_safe_request_line(req: &ServiceRequest) -> String {
+    let uri = req.uri();
+    let mut target = mask_hex_runs(uri.path());
+    if let Some(query) = uri.query() {
+        let masked: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((name, _)) if is_credential_name(name) => format!("{name}=***"),
+                _ => mask_hex_runs(pair),
+            })
+            .collect();
+        target.push('?');
+        target.push_str(&masked.join("&"));
+    }
+    format!("{} {} {:?}", req.method(), target, req.version())
+}
+
+fn is_credential_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["token", "key", "secret", "password", "auth", "signature"]
+        .iter()
+        .any(|word| name.contains(word))
+}
+
+fn mask_hex_runs(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        if run.len() >= 32 {
+            out.push_str("***");
+        } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
+    for c in s.chars() {
+        if c.is_ascii_hexdigit() {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod log_tests {
+    use super::*;
+
+    #[test]
+    fn request_lines_hide_secrets() {
+        let token = "ab".repeat(32);
+        let req = actix_web::test::TestRequest::get()
+            .uri(&format!(
+                "/notes/{token}?limit=5&access_token=xyz&q={token}"
+            ))
+            .to_srv_request();
+        let line = log_safe_request_line(&req);
+        assert_eq!(
+            line,
+            "GET /notes/***?limit=5&access_token=***&q=*** HTTP/1.1"
+        );
+        assert_eq!(mask_hex_runs("/notes/12"), "/notes/12");
+    }
+}

@@ -1,0 +1,395 @@
+//! Area E: event-sourced accounts. The rules live in the `ledger` crate; this module wires.
+
+use std::future::{Ready, ready};
+
+use actix_web::body::BoxBody;
+use actix_web::dev::Payload;
+use actix_web::web::{Data, Json, Path};
+use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
+use apistos::actix::CreatedJson;
+use apistos::paths::{Parameter, ParameterDefinition, ParameterIn, RequestBody, Responses};
+use apistos::reference_or::ReferenceOr;
+use apistos::web::{ServiceConfig, get, post, resource};
+use apistos::{ApiComponent, ApistosSchema, OpenApiVersion, api_operation};
+use ledger::service::{self, EventsPage};
+use ledger::{Account, AppendEvent, Event, IdempotencyKey, OpenAccount, Recorded};
+use pagination::Page;
+use problem_details::Problem;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use apistos::schemars;
+
+use super::dto::{PageQuery, TEXT_PATTERN};
+use crate::db::Db;
+use crate::error::ApiError;
+use crate::extract::{JsonObject, RawQuery};
+
+pub const ACCOUNT_ID_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
+
+/// A stored account event.
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct AccountEventDto {
+    pub id: i64,
+    /// The account id.
+    pub aggregate_id: String,
+    /// Always `account`.
+    #[schemars(extend("enum" = ["account"]))]
+    pub aggregate_type: String,
+    #[schemars(extend("enum" = ["AccountOpened", "MoneyDeposited", "MoneyWithdrawn", "AccountClosed"]))]
+    pub event_type: String,
+    /// `{owner}` for AccountOpened, `{amount_cents, ...}` for deposits and withdrawals, any
+    /// object for AccountClosed.
+    pub payload: Map<String, Value>,
+    /// Per-account counter starting at 1, without gaps.
+    #[schemars(range(min = 1))]
+    pub sequence: i64,
+    /// UTC, `YYYY-MM-DD HH:MM:SS`.
+    #[schemars(regex(pattern = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$"))]
+    pub occurred_at: String,
+}
+
+impl From<Event> for AccountEventDto {
+    fn from(e: Event) -> Self {
+        AccountEventDto {
+            id: e.id,
+            aggregate_id: e.aggregate_id,
+            aggregate_type: e.aggregate_type,
+            event_type: e.event_type,
+            payload: e.payload,
+            sequence: e.sequence,
+            occurred_at: e.occurred_at,
+        }
+    }
+}
+
+/// An account's current state (the projection of its events).
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct AccountDto {
+    pub account_id: String,
+    pub owner: String,
+    #[schemars(range(min = 0))]
+    pub balance_cents: i64,
+    pub is_open: bool,
+    /// Sequence of the last applied event.
+    #[schemars(range(min = 1))]
+    pub last_sequence: i64,
+}
+
+impl From<Account> for AccountDto {
+    fn from(a: Account) -> Self {
+        AccountDto {
+            account_id: a.account_id,
+            owner: a.state.owner,
+            balance_cents: a.state.balance_cents,
+            is_open: a.state.is_open,
+            last_sequence: a.state.last_sequence,
+        }
+    }
+}
+
+crate::list_dto!(AccountList, AccountDto);
+
+/// An account's events, sequence ascending; `total` counts all of them.
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct AccountEventList {
+    pub total: i64,
+    pub items: Vec<AccountEventDto>,
+}
+
+/// Opens an account. An existing `account_id` is 409.
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct OpenAccountBody {
+    /// 1 to 64 characters of `A-Z a-z 0-9 . _ -`.
+    #[schemars(regex(pattern = ACCOUNT_ID_PATTERN))]
+    pub account_id: String,
+    #[schemars(length(min = 1, max = 200), regex(pattern = TEXT_PATTERN))]
+    pub owner: String,
+}
+
+/// `amount_cents` moved by a deposit or a withdrawal; other members are stored as sent.
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct AmountPayload {
+    #[schemars(range(min = 1, max = 1_000_000_000_000i64))]
+    pub amount_cents: i64,
+}
+
+/// An event to append, by `event_type`. A withdrawal above the balance is 422
+/// `insufficient-funds`; any append to a closed account is 409 `account-closed`; an
+/// `expected_sequence` (optimistic concurrency: the sequence the client last saw) other than the
+/// account's last sequence is 409 `conflict`. Nothing is written in those cases.
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+#[serde(tag = "event_type")]
+pub enum AppendEventBody {
+    MoneyDeposited {
+        payload: AmountPayload,
+        #[schemars(range(min = 0))]
+        expected_sequence: Option<i64>,
+    },
+    MoneyWithdrawn {
+        payload: AmountPayload,
+        #[schemars(range(min = 0))]
+        expected_sequence: Option<i64>,
+    },
+    AccountClosed {
+        /// Any object (absent means `{}`).
+        payload: Option<Map<String, Value>>,
+        #[schemars(range(min = 0))]
+        expected_sequence: Option<i64>,
+    },
+}
+
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct AccountPath {
+    /// The account id.
+    pub id: String,
+}
+
+/// `after_sequence` ≥ 0 (default 0) and `limit` 1 to 1,000 (default 1,000).
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct EventsQuery {
+    /// Only events with a greater sequence.
+    #[schemars(range(min = 0))]
+    pub after_sequence: Option<i64>,
+    /// At most this many events (1 to 1,000, default 1,000).
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<i64>,
+}
+
+/// The optional `Idempotency-Key` header: a retry with the same key and body gets the first
+/// answer and writes nothing; the same key with another request is 409.
+pub struct IdempotencyKeyHeader(Option<String>);
+
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
+impl IdempotencyKeyHeader {
+    /// The key bound to this operation (`scope`) and body; invalid keys are 422.
+    fn bind(
+        &self,
+        scope: &str,
+        body: &Map<String, Value>,
+    ) -> Result<Option<IdempotencyKey>, ApiError> {
+        Ok(match &self.0 {
+            Some(raw) => Some(IdempotencyKey::new(raw, scope, body)?),
+            None => None,
+        })
+    }
+}
+
+impl FromRequest for IdempotencyKeyHeader {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let value = req
+            .headers()
+            .get(IDEMPOTENCY_KEY)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        ready(Ok(IdempotencyKeyHeader(value)))
+    }
+}
+
+impl ApiComponent for IdempotencyKeyHeader {
+    fn child_schemas(_: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
+        vec![]
+    }
+    fn schema(_: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
+        None
+    }
+    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
+        None
+    }
+    fn parameters(v: OpenApiVersion, _: Option<String>) -> Vec<Parameter> {
+        let schema = serde_json::json!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255,
+            "pattern": "^[!-~]{1,255}$"
+        });
+        vec![Parameter {
+            name: IDEMPOTENCY_KEY.to_owned(),
+            _in: ParameterIn::Header,
+            description: Some(
+                "Optional. A retry with the same key and body returns the first response and \
+                 writes nothing; the same key with another request is 409."
+                    .to_owned(),
+            ),
+            required: Some(false),
+            definition: Some(ParameterDefinition::Schema(ReferenceOr::Object(
+                ApistosSchema::from_value(&schema, v),
+            ))),
+            ..Default::default()
+        }]
+    }
+}
+
+/// 201 with the stored event; `Location` names the account on open, and a replayed answer
+/// carries `Idempotent-Replayed: true`.
+pub struct CreatedEvent {
+    recorded: Recorded,
+    location: bool,
+}
+
+impl Responder for CreatedEvent {
+    type Body = BoxBody;
+
+    fn respond_to(self, _: &HttpRequest) -> HttpResponse {
+        let mut res = HttpResponse::Created();
+        if self.location {
+            res.insert_header((
+                "Location",
+                format!("/accounts/{}", self.recorded.event.aggregate_id),
+            ));
+        }
+        if self.recorded.replayed {
+            res.insert_header(("Idempotent-Replayed", "true"));
+        }
+        res.json(AccountEventDto::from(self.recorded.event))
+    }
+}
+
+impl ApiComponent for CreatedEvent {
+    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
+        <CreatedJson<AccountEventDto> as ApiComponent>::child_schemas(v)
+    }
+    fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
+        <CreatedJson<AccountEventDto> as ApiComponent>::raw_schema(v)
+    }
+    fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
+        <CreatedJson<AccountEventDto> as ApiComponent>::schema(v)
+    }
+    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
+        None
+    }
+    fn responses(
+        v: OpenApiVersion,
+        content_type: Option<String>,
+        description: Option<String>,
+    ) -> Option<Responses> {
+        <CreatedJson<AccountEventDto> as ApiComponent>::responses(v, content_type, description)
+    }
+}
+
+/// Open an account
+///
+/// Records the AccountOpened event (sequence 1) and creates the projection. An existing
+/// `account_id` is 409 and nothing is written.
+#[api_operation(
+    operation_id = "open_account",
+    tag = "accounts",
+    error_code = 409,
+    error_code = 413,
+    error_code = 415,
+    error_code = 422,
+    error_code = 503
+)]
+pub async fn open(
+    db: Data<Db>,
+    key: IdempotencyKeyHeader,
+    body: JsonObject<OpenAccountBody>,
+) -> Result<CreatedEvent, ApiError> {
+    let input = OpenAccount::from_json(&body)?;
+    let key = key.bind("open_account", &body)?;
+    let recorded = db
+        .run(move |c| service::open_account(c, &input, key.as_ref()))
+        .await?;
+    Ok(CreatedEvent {
+        recorded,
+        location: true,
+    })
+}
+
+/// List accounts
+///
+/// Projections ordered by `account_id`, paged by `limit` and `offset`.
+#[api_operation(operation_id = "list_accounts", tag = "accounts", error_code = 422)]
+pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Json<AccountList>, ApiError> {
+    let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
+    let (items, total) = db.run(move |c| service::list_accounts(c, page)).await?;
+    Ok(Json(
+        pagination::ListEnvelope::new(items, page, total).into(),
+    ))
+}
+
+/// Get an account
+#[api_operation(operation_id = "get_account", tag = "accounts", error_code = 404)]
+pub async fn get_one(db: Data<Db>, path: Path<AccountPath>) -> Result<Json<AccountDto>, ApiError> {
+    let id = path.into_inner().id;
+    Ok(Json(
+        db.run(move |c| service::get_account(c, &id)).await?.into(),
+    ))
+}
+
+/// Append an event
+///
+/// The sequence is the account's last sequence plus one; the event and the projection update
+/// are written atomically.
+#[api_operation(
+    operation_id = "append_event",
+    tag = "accounts",
+    error_code = 404,
+    error_code = 409,
+    error_code = 413,
+    error_code = 415,
+    error_code = 422,
+    error_code = 503
+)]
+pub async fn append(
+    db: Data<Db>,
+    path: Path<AccountPath>,
+    key: IdempotencyKeyHeader,
+    body: JsonObject<AppendEventBody>,
+) -> Result<CreatedEvent, ApiError> {
+    let id = path.into_inner().id;
+    let command = AppendEvent::from_json(&body)?;
+    let key = key.bind(&format!("append_event:{id}"), &body)?;
+    let recorded = db
+        .run(move |c| service::append(c, &id, &command, key.as_ref()))
+        .await?;
+    Ok(CreatedEvent {
+        recorded,
+        location: false,
+    })
+}
+
+/// List an account's events
+///
+/// Sequence ascending, after `after_sequence`, at most `limit`. An unknown account has no
+/// events (200 with total 0).
+#[api_operation(operation_id = "list_events", tag = "accounts", error_code = 422)]
+pub async fn events(
+    db: Data<Db>,
+    path: Path<AccountPath>,
+    q: RawQuery<EventsQuery>,
+) -> Result<Json<AccountEventList>, ApiError> {
+    let id = path.into_inner().id;
+    let page = EventsPage::parse(q.get("after_sequence"), q.get("limit"))?;
+    let (items, total) = db.run(move |c| service::list_events(c, &id, page)).await?;
+    Ok(Json(AccountEventList {
+        total,
+        items: items.into_iter().map(Into::into).collect(),
+    }))
+}
+
+pub fn configure(cfg: &mut ServiceConfig) {
+    cfg.service(
+        resource("/accounts")
+            .route(get().to(list))
+            .route(post().to(open)),
+    )
+    .service(resource("/accounts/{id}").route(get().to(get_one)))
+    .service(
+        resource("/accounts/{id}/events")
+            .route(get().to(events))
+            .route(post().to(append)),
+    );
+}

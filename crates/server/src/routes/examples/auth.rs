@@ -1,0 +1,188 @@
+//! Credentials of the example routes: an API key (`/machine/health`) and an HS256 bearer JWT
+//! (`/examples/protected`). The checks live in the `credentials` crate; this module reads the
+//! headers, answers 401 problems with a `WWW-Authenticate` challenge and documents both
+//! schemes in OpenAPI.
+
+use std::collections::BTreeMap;
+use std::future::{Ready, ready};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use actix_web::dev::Payload;
+use actix_web::error::InternalError;
+use actix_web::http::header::{AUTHORIZATION, HeaderName, HeaderValue, WWW_AUTHENTICATE};
+use actix_web::web::Data;
+use actix_web::{FromRequest, HttpRequest, ResponseError};
+use apistos::reference_or::ReferenceOr;
+use apistos::security::{ApiKey, ApiKeyIn, Http, SecurityScheme, SecurityType};
+use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
+use credentials::{ApiKeys, Error, Hs256, MIN_SECRET_BYTES};
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+use crate::settings::{DEFAULT_API_KEY_HEADER, Settings};
+
+/// What the example routes accept, built once from [`Settings`].
+#[derive(Debug, Clone)]
+pub struct ExampleAuth {
+    api_keys: ApiKeys,
+    api_key_header: HeaderName,
+    /// `WWW-Authenticate` of a refused API key, naming the header as configured.
+    api_key_challenge: String,
+    jwt: Option<Hs256>,
+}
+
+impl ExampleAuth {
+    /// Warns (without the secret) when `JWT_SECRET` is missing or too short: the protected
+    /// route then answers every request with 401.
+    pub fn from_settings(settings: &Settings) -> Self {
+        let jwt = settings
+            .jwt_secret
+            .as_ref()
+            .and_then(|s| Hs256::new(s.expose().as_bytes()).ok());
+        if jwt.is_none() {
+            log::warn!(
+                "JWT_SECRET is not set or shorter than {MIN_SECRET_BYTES} bytes: \
+                 /examples/protected will answer 401 to every request"
+            );
+        }
+        let api_key_header = HeaderName::from_bytes(settings.api_key_header.as_bytes())
+            .unwrap_or_else(|_| HeaderName::from_static("x-api-key"));
+        ExampleAuth {
+            api_keys: ApiKeys::new(settings.api_keys.iter().map(|k| k.expose())),
+            api_key_header,
+            api_key_challenge: challenge(&settings.api_key_header),
+            jwt,
+        }
+    }
+
+    fn check_api_key(&self, req: &HttpRequest) -> Result<(), Error> {
+        let presented = req.headers().get(&self.api_key_header);
+        self.api_keys.verify(presented.map(HeaderValue::as_bytes))
+    }
+
+    fn check_bearer(&self, req: &HttpRequest) -> Result<Map<String, Value>, Error> {
+        let verifier = self.jwt.as_ref().ok_or(Error::WeakSecret)?;
+        let token = bearer_token(req).ok_or(Error::MissingToken)?;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        verifier.verify(token, now)
+    }
+}
+
+fn challenge(header: &str) -> String {
+    format!("ApiKey header=\"{header}\"")
+}
+
+/// The token of `Authorization: Bearer <token>` (scheme name case-insensitive).
+fn bearer_token(req: &HttpRequest) -> Option<&str> {
+    let value = req.headers().get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// A 401 `unauthorized` problem carrying `challenge` in `WWW-Authenticate`.
+fn unauthorized(err: Error, challenge: &str) -> actix_web::Error {
+    let mut res = ApiError::from(err).error_response();
+    if let Ok(value) = HeaderValue::from_str(challenge) {
+        res.headers_mut().insert(WWW_AUTHENTICATE, value);
+    }
+    InternalError::from_response(err, res).into()
+}
+
+fn with_auth<T>(
+    req: &HttpRequest,
+    check: impl FnOnce(&ExampleAuth) -> Result<T, Error>,
+    unconfigured: Error,
+    challenge: impl FnOnce(Option<&ExampleAuth>) -> String,
+) -> Ready<Result<T, actix_web::Error>> {
+    let auth = req.app_data::<Data<ExampleAuth>>().map(|d| d.get_ref());
+    let result = auth.map_or(Err(unconfigured), check);
+    ready(result.map_err(|e| unauthorized(e, &challenge(auth))))
+}
+
+/// Proof that the request carried a configured API key.
+pub struct ApiKeyAuth;
+
+impl FromRequest for ApiKeyAuth {
+    type Error = actix_web::Error;
+    type Future = Ready<Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        with_auth(
+            req,
+            |a| a.check_api_key(req).map(|()| ApiKeyAuth),
+            Error::NoApiKeyConfigured,
+            |a| {
+                a.map_or_else(
+                    || challenge(DEFAULT_API_KEY_HEADER),
+                    |a| a.api_key_challenge.clone(),
+                )
+            },
+        )
+    }
+}
+
+/// The verified claims of the request's bearer JWT.
+pub struct BearerClaims(pub Map<String, Value>);
+
+impl FromRequest for BearerClaims {
+    type Error = actix_web::Error;
+    type Future = Ready<Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        with_auth(
+            req,
+            |a| a.check_bearer(req).map(BearerClaims),
+            Error::WeakSecret,
+            |_| "Bearer".to_owned(),
+        )
+    }
+}
+
+/// Documents `$extractor` in OpenAPI as the security scheme `$name`: `$scheme` (no schema,
+/// no parameters of its own).
+macro_rules! security_scheme {
+    ($extractor:ty, $name:expr, $scheme:expr, $description:expr) => {
+        impl ApiComponent for $extractor {
+            fn child_schemas(_: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
+                vec![]
+            }
+            fn schema(_: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
+                None
+            }
+            fn securities() -> BTreeMap<String, SecurityScheme> {
+                let scheme = SecurityScheme {
+                    _type: $scheme,
+                    description: Some($description.to_owned()),
+                    extensions: Default::default(),
+                };
+                BTreeMap::from([($name.to_owned(), scheme)])
+            }
+            fn security_requirement_name() -> Option<String> {
+                Some($name.to_owned())
+            }
+        }
+    };
+}
+
+security_scheme!(
+    ApiKeyAuth,
+    "api_key",
+    SecurityType::ApiKey(ApiKey {
+        name: DEFAULT_API_KEY_HEADER.to_owned(),
+        _in: ApiKeyIn::Header,
+    }),
+    "One of the keys in API_KEYS; the header name is API_KEY_HEADER (default X-API-Key)."
+);
+
+security_scheme!(
+    BearerClaims,
+    "bearer_jwt",
+    SecurityType::Http(Http {
+        scheme: "bearer".to_owned(),
+        bearer_format: Some("JWT".to_owned()),
+    }),
+    "An HS256 JWT signed with JWT_SECRET; exp and nbf are honoured (30 s leeway)."
+);

@@ -1,0 +1,307 @@
+//! Area C: one store of notes behind two API versions, `/v1/notes` (deprecated; every answer
+//! carries the headers added by `middleware::deprecation`) and `/v2/notes`, plus
+//! `GET /metrics/v1-usage`, who still calls V1.
+
+use actix_web::web::{Data, Json, Path};
+use apistos::actix::CreatedJson;
+use apistos::web::{ServiceConfig, get, post, resource};
+use apistos::{ApiComponent, api_operation};
+use pagination::{ListEnvelope, Page};
+use problem_details::Problem;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use versioned_notes::{CallerUsage, NoteInput, VersionedNote, repo};
+
+use apistos::schemars;
+
+use super::dto::{ClampedPageQuery, NO_NUL_PATTERN, TEXT_PATTERN};
+use crate::db::Db;
+use crate::error::ApiError;
+use crate::extract::{JsonObject, RawQuery};
+
+/// A note in the V1 shape: exactly these four members (the body is `content`; no tags, no
+/// `updated_at`).
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct NoteV1 {
+    pub id: i64,
+    pub title: String,
+    /// The stored body.
+    pub content: String,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+}
+
+impl From<VersionedNote> for NoteV1 {
+    fn from(n: VersionedNote) -> Self {
+        NoteV1 {
+            id: n.id,
+            title: n.title,
+            content: n.body,
+            created_at: n.created_at,
+        }
+    }
+}
+
+/// A note in the V2 shape.
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct NoteV2 {
+    pub id: i64,
+    pub title: String,
+    pub body: String,
+    /// In the order given, duplicates kept.
+    pub tags: Vec<String>,
+    /// RFC 3339, UTC.
+    pub updated_at: String,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+}
+
+impl From<VersionedNote> for NoteV2 {
+    fn from(n: VersionedNote) -> Self {
+        NoteV2 {
+            id: n.id,
+            title: n.title,
+            body: n.body,
+            tags: n.tags,
+            updated_at: n.updated_at,
+            created_at: n.created_at,
+        }
+    }
+}
+
+/// A V1 note to create: `title` required and not blank, `content` optional (default "").
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct NoteV1Body {
+    #[schemars(length(min = 1, max = 500), regex(pattern = TEXT_PATTERN))]
+    pub title: String,
+    #[schemars(length(max = 10000), regex(pattern = NO_NUL_PATTERN))]
+    pub content: Option<String>,
+}
+
+/// A V2 note to create: `title` required and not blank, `body` optional (default ""), `tags`
+/// optional (default []).
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct NoteV2Body {
+    #[schemars(length(min = 1, max = 500), regex(pattern = TEXT_PATTERN))]
+    pub title: String,
+    #[schemars(length(max = 10000), regex(pattern = NO_NUL_PATTERN))]
+    pub body: Option<String>,
+    #[schemars(length(max = 100), inner(length(max = 100), regex(pattern = NO_NUL_PATTERN)))]
+    pub tags: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct VersionedNotePath {
+    pub id: i64,
+}
+
+/// The V1 list: `{"notes": [...]}`, id descending.
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct NoteV1List {
+    pub notes: Vec<NoteV1>,
+}
+
+/// A single V2 note: `{"data": {...}}`.
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct NoteV2Envelope {
+    pub data: NoteV2,
+}
+
+/// Paging of a V2 list.
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct NoteV2Meta {
+    /// The effective limit, after clamping.
+    pub limit: i64,
+    /// The effective offset.
+    pub offset: i64,
+    /// How many notes exist.
+    pub total: i64,
+}
+
+/// The V2 list: `{"data": [...], "meta": {limit, offset, total}}`, id descending.
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct NoteV2List {
+    pub data: Vec<NoteV2>,
+    pub meta: NoteV2Meta,
+}
+
+async fn create_note(db: &Db, input: NoteInput) -> Result<VersionedNote, ApiError> {
+    db.run(move |c| repo::notes::create(c, &input)).await
+}
+
+async fn get_note(db: &Db, id: i64) -> Result<VersionedNote, ApiError> {
+    db.run(move |c| repo::notes::get(c, id)).await
+}
+
+async fn list_notes(
+    db: &Db,
+    q: &RawQuery<ClampedPageQuery>,
+) -> Result<(Vec<VersionedNote>, Page, i64), ApiError> {
+    let page = Page::clamped(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
+    let (notes, total) = db.run(move |c| repo::notes::list(c, page)).await?;
+    Ok((notes, page, total))
+}
+
+/// Create a note (V1, deprecated)
+///
+/// Deprecated: use `POST /v2/notes`. The body text is `content`.
+#[api_operation(
+    operation_id = "create_note_v1",
+    tag = "notes-v1",
+    deprecated,
+    error_code = 413,
+    error_code = 415,
+    error_code = 422
+)]
+pub async fn create_v1(
+    db: Data<Db>,
+    body: JsonObject<NoteV1Body>,
+) -> Result<CreatedJson<NoteV1>, ApiError> {
+    let note = create_note(&db, NoteInput::from_v1_json(&body)?).await?;
+    Ok(CreatedJson(note.into()))
+}
+
+/// List notes (V1, deprecated)
+///
+/// Deprecated: use `GET /v2/notes`. Id descending; `limit` (default 20, clamped into 1..100)
+/// and `offset` (default 0).
+#[api_operation(
+    operation_id = "list_notes_v1",
+    tag = "notes-v1",
+    deprecated,
+    error_code = 422
+)]
+pub async fn list_v1(
+    db: Data<Db>,
+    q: RawQuery<ClampedPageQuery>,
+) -> Result<Json<NoteV1List>, ApiError> {
+    let (notes, _, _) = list_notes(&db, &q).await?;
+    Ok(Json(NoteV1List {
+        notes: notes.into_iter().map(NoteV1::from).collect(),
+    }))
+}
+
+/// Get a note (V1, deprecated)
+///
+/// Deprecated: use `GET /v2/notes/{id}`.
+#[api_operation(
+    operation_id = "get_note_v1",
+    tag = "notes-v1",
+    deprecated,
+    error_code = 404
+)]
+pub async fn get_v1(db: Data<Db>, path: Path<VersionedNotePath>) -> Result<Json<NoteV1>, ApiError> {
+    Ok(Json(get_note(&db, path.id).await?.into()))
+}
+
+/// Create a note (V2)
+#[api_operation(
+    operation_id = "create_note_v2",
+    tag = "notes-v2",
+    error_code = 413,
+    error_code = 415,
+    error_code = 422
+)]
+pub async fn create_v2(
+    db: Data<Db>,
+    body: JsonObject<NoteV2Body>,
+) -> Result<CreatedJson<NoteV2Envelope>, ApiError> {
+    let note = create_note(&db, NoteInput::from_v2_json(&body)?).await?;
+    Ok(CreatedJson(NoteV2Envelope { data: note.into() }))
+}
+
+/// List notes (V2)
+///
+/// Id descending; `limit` (default 20, clamped into 1..100) and `offset` (default 0).
+#[api_operation(operation_id = "list_notes_v2", tag = "notes-v2", error_code = 422)]
+pub async fn list_v2(
+    db: Data<Db>,
+    q: RawQuery<ClampedPageQuery>,
+) -> Result<Json<NoteV2List>, ApiError> {
+    let (notes, page, total) = list_notes(&db, &q).await?;
+    Ok(Json(NoteV2List {
+        data: notes.into_iter().map(NoteV2::from).collect(),
+        meta: NoteV2Meta {
+            limit: page.limit,
+            offset: page.offset,
+            total,
+        },
+    }))
+}
+
+/// Get a note (V2)
+#[api_operation(operation_id = "get_note_v2", tag = "notes-v2", error_code = 404)]
+pub async fn get_v2(
+    db: Data<Db>,
+    path: Path<VersionedNotePath>,
+) -> Result<Json<NoteV2Envelope>, ApiError> {
+    Ok(Json(NoteV2Envelope {
+        data: get_note(&db, path.id).await?.into(),
+    }))
+}
+
+/// V1 calls of one caller.
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct V1UsageDto {
+    /// `user:<X-User-Id>`, or `ip:<client address>` for calls without a usable `X-User-Id`.
+    pub caller: String,
+    pub calls: i64,
+    /// RFC 3339, UTC.
+    pub first_seen: String,
+    /// RFC 3339, UTC.
+    pub last_seen: String,
+}
+
+impl From<CallerUsage> for V1UsageDto {
+    fn from(u: CallerUsage) -> Self {
+        V1UsageDto {
+            caller: u.caller,
+            calls: u.calls,
+            first_seen: u.first_seen,
+            last_seen: u.last_seen,
+        }
+    }
+}
+
+crate::list_dto!(V1UsageList, V1UsageDto);
+
+/// Who still calls V1
+///
+/// Every request under `/v1` counted per caller (`X-User-Id`, else the client address), most
+/// calls first, across every instance sharing the database. `limit` (default 20, clamped into
+/// 1..100) and `offset` (default 0).
+#[api_operation(operation_id = "v1_usage", tag = "meta", error_code = 422)]
+pub async fn v1_usage(
+    db: Data<Db>,
+    q: RawQuery<ClampedPageQuery>,
+) -> Result<Json<V1UsageList>, ApiError> {
+    let page = Page::clamped(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
+    let (items, total) = db.run(move |c| repo::usage::list(c, page)).await?;
+    Ok(Json(ListEnvelope::new(items, page, total).into()))
+}
+
+pub fn configure(cfg: &mut ServiceConfig) {
+    cfg.service(
+        resource("/v1/notes")
+            .route(get().to(list_v1))
+            .route(post().to(create_v1)),
+    )
+    .service(resource("/v1/notes/{id}").route(get().to(get_v1)))
+    .service(
+        resource("/v2/notes")
+            .route(get().to(list_v2))
+            .route(post().to(create_v2)),
+    )
+    .service(resource("/v2/notes/{id}").route(get().to(get_v2)))
+    .service(resource("/metrics/v1-usage").route(get().to(v1_usage)));
+}

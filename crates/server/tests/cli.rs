@@ -1,0 +1,127 @@
+//! The `server` binary as an operator uses it: sub-commands, start-up errors, graceful shutdown.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn server() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_server"));
+    cmd.env_remove("DATABASE_URL")
+        .env_remove("BIND")
+        .env("RUST_LOG", "info");
+    cmd
+}
+
+fn health_ok(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream
+        .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response.starts_with("HTTP/1.1 200")
+}
+
+#[test]
+fn help_lists_the_subcommands() {
+    let out = server().arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for sub in ["serve", "migrate", "openapi"] {
+        assert!(text.contains(sub), "{sub} missing from --help");
+    }
+}
+
+#[test]
+fn openapi_writes_the_committed_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("openapi.json");
+    let status = server()
+        .args(["openapi", "--out"])
+        .arg(&out_file)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let committed: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/openapi.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        written == committed,
+        "docs/openapi.json is stale: run `just openapi`"
+    );
+    let stdout = server().arg("openapi").output().unwrap();
+    let printed: serde_json::Value = serde_json::from_slice(&stdout.stdout).unwrap();
+    assert_eq!(printed, written);
+}
+
+#[test]
+fn bad_configuration_stops_with_one_line_naming_the_variable() {
+    for (var, value) in [("BIND", "not-an-address"), ("MAX_BODY_BYTES", "lots")] {
+        let out = server().env(var, value).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(var), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn migrate_creates_the_database_and_serve_stops_gracefully_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/nested/dir/service.db", dir.path().display());
+    let status = server()
+        .arg("migrate")
+        .env("DATABASE_URL", &url)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(dir.path().join("nested/dir/service.db").exists());
+
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = server()
+        .env("DATABASE_URL", &url)
+        .env("BIND", format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    // Serving requests means the signal handlers are installed too.
+    while !health_ok(port) {
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "exit status {status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no graceful shutdown");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,96 @@
+//! Throwaway databases for tests (feature `testing`): a SQLite file in a temporary directory, or
+//! a fresh PostgreSQL database created through `TEST_POSTGRES_URL` and dropped afterwards.
+
+use diesel::pg::PgConnection;
+use diesel::{Connection, RunQueryDsl};
+
+use crate::{Backend, Database, DbConnection, StorageError};
+
+/// A database made for one test and removed when dropped.
+pub struct TestDatabase {
+    pub url: String,
+    backend: Backend,
+    dir: Option<std::path::PathBuf>,
+    pg: Option<(String, String)>,
+}
+
+impl TestDatabase {
+    /// `None` for PostgreSQL when `admin_url` is `None` (the caller passes
+    /// the `TEST_POSTGRES_URL` environment variable).
+    pub fn create(
+        backend: Backend,
+        admin_url: Option<&str>,
+    ) -> Result<Option<TestDatabase>, StorageError> {
+        let unique = unique_name();
+        match backend {
+            Backend::Sqlite => {
+                let dir = std::env::temp_dir().join(format!("storage-test-{unique}"));
+                std::fs::create_dir_all(&dir).map_err(StorageError::CreateDir)?;
+                Ok(Some(TestDatabase {
+                    url: format!("sqlite://{}/test.db", dir.display()),
+                    backend,
+                    dir: Some(dir),
+                    pg: None,
+                }))
+            }
+            Backend::Postgres => {
+                let Some(admin) = admin_url else {
+                    return Ok(None);
+                };
+                let mut conn = PgConnection::establish(admin)?;
+                diesel::sql_query(format!("CREATE DATABASE {unique}"))
+                    .execute(&mut conn)
+                    .map_err(StorageError::Configure)?;
+                let base = admin.rsplit_once('/').map_or(admin, |(base, _)| base);
+                Ok(Some(TestDatabase {
+                    url: format!("{base}/{unique}"),
+                    backend,
+                    dir: None,
+                    pg: Some((admin.to_owned(), unique)),
+                }))
+            }
+        }
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// A connection to the migrated database.
+    pub fn migrated_connection(
+        &self,
+    ) -> Result<DbConnection, Box<dyn std::error::Error + Send + Sync>> {
+        let mut conn = Database::parse(&self.url).establish()?;
+        crate::run_migrations(&mut conn)?;
+        Ok(conn)
+    }
+}
+
+fn unique_name() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "t_{}_{}_{}",
+        std::process::id(),
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        if let Some((admin, name)) = &self.pg
+            && let Ok(mut conn) = PgConnection::establish(admin)
+        {
+            let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut conn);
+        }
+    }
+}

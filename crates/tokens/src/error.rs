@@ -1,0 +1,54 @@
+/// Everything a token operation can refuse. Each variant carries the status and the message of
+/// the `{"error": ...}` body the specification fixes for area D.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `X-User-Id` is missing or not an integer.
+    #[error("unauthorized")]
+    Unauthorized,
+    /// The acting user is not the path user, or the token belongs to another user.
+    #[error("forbidden")]
+    Forbidden,
+    #[error("user not found")]
+    UserNotFound { id: i64 },
+    #[error("token not found")]
+    TokenNotFound,
+    #[error("token already revoked")]
+    AlreadyRevoked { id: i64 },
+    #[error("invalid scope, must be read/write/admin")]
+    InvalidScope,
+    /// Any other invalid input; the message names the member and the rule.
+    #[error("{0}")]
+    Invalid(&'static str),
+    #[error("the operating system's random source failed")]
+    Entropy,
+    #[error("storage failure")]
+    Storage(#[from] diesel::result::Error),
+}
+
+impl Error {
+    /// The HTTP status of the answer.
+    pub fn status(&self) -> u16 {
+        match self {
+            Error::Unauthorized => 401,
+            Error::Forbidden => 403,
+            Error::UserNotFound { .. } | Error::TokenNotFound => 404,
+            Error::AlreadyRevoked { .. } => 409,
+            Error::InvalidScope | Error::Invalid(_) => 422,
+            Error::Entropy | Error::Storage(_) => 500,
+        }
+    }
+
+    /// The `error` member of the body: fixed texts, never internals.
+    pub fn message(&self) -> &'static str {
+        match self {
+            Error::Unauthorized => "unauthorized",
+            Error::Forbidden => "forbidden",
+            Error::UserNotFound { .. } => "user not found",
+            Error::TokenNotFound => "token not found",
+            Error::AlreadyRevoked { .. } => "token already revoked",
+            Error::InvalidScope => "invalid scope, must be read/write/admin",
+            Error::Invalid(message) => message,
+            Error::Entropy | Error::Storage(_) => "internal error",
+        }
+    }
+}

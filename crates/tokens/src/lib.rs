@@ -1,0 +1,13 @@
+#![doc = include_str!("../README.md")]
+
+mod error;
+mod model;
+pub mod repo;
+mod schema;
+pub mod service;
+
+pub use error::Error;
+pub use model::{
+    IssueRequest, LABEL_MAX, NAME_MAX, NewUser, RawToken, Scope, Token, User, Verification,
+    VerifyRequest, hash_token, parse_actor, parse_path_id,
+};

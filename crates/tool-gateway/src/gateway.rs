@@ -1,0 +1,270 @@
+//! The MCP server: `tools/list` and `tools/call` from the catalog, through rmcp's
+//! [`ServerHandler`] (no macros: the tools exist only at run time).
+
+use std::sync::Arc;
+
+use rmcp::{
+    ErrorData as McpError, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+        JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+        Tool as McpTool, ToolAnnotations,
+    },
+    service::RequestContext,
+};
+use serde_json::{Value, json};
+use tool_catalog::{BaseUrl, Catalog, CatalogError, Safety, Tool};
+
+use crate::{
+    BearerToken,
+    upstream::{TOKEN_ENV, Upstream},
+};
+
+/// What the gateway is started with. The catalog is kept as loaded: an invalid one is not a
+/// start-up failure, it is the answer to every `tools/list` and `tools/call`.
+#[derive(Debug)]
+pub struct GatewayConfig {
+    pub catalog: Result<Catalog, CatalogError>,
+    pub base_url: BaseUrl,
+    pub bearer: Option<BearerToken>,
+}
+
+/// The MCP server handler. Cheap to clone (one per HTTP session).
+#[derive(Debug, Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    catalog: Result<Catalog, CatalogError>,
+    /// `tools/list` entries, built once, in catalog order.
+    listed: Vec<McpTool>,
+    base_url: BaseUrl,
+    bearer: Option<BearerToken>,
+    upstream: Upstream,
+}
+
+impl Gateway {
+    pub fn new(config: GatewayConfig) -> anyhow::Result<Gateway> {
+        let listed = match &config.catalog {
+            Ok(catalog) => catalog.iter().map(describe).collect(),
+            Err(_) => Vec::new(),
+        };
+        Ok(Gateway {
+            inner: Arc::new(Inner {
+                catalog: config.catalog,
+                listed,
+                base_url: config.base_url,
+                bearer: config.bearer,
+                upstream: Upstream::new()?,
+            }),
+        })
+    }
+
+    fn catalog(&self) -> Result<&Catalog, McpError> {
+        self.inner
+            .catalog
+            .as_ref()
+            .map_err(|error| McpError::internal_error(error.message(), None))
+    }
+
+    /// `tools/list` without the transport around it.
+    pub fn list(&self) -> Result<Vec<McpTool>, McpError> {
+        self.catalog()?;
+        Ok(self.inner.listed.clone())
+    }
+
+    /// `tools/call` without the transport around it.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+    ) -> Result<CallToolResult, McpError> {
+        let catalog = self.catalog()?;
+        let Some(tool) = catalog.get(name) else {
+            return Err(McpError::invalid_params(
+                format!("unknown tool \"{}\"", shorten(name)),
+                None,
+            ));
+        };
+        let spec = tool
+            .build_request_at(&self.inner.base_url, &arguments)
+            .map_err(|error| McpError::invalid_params(error.to_string(), None))?;
+
+        // Fail closed: a tool that is not `read` needs the token before anything is sent.
+        let bearer = match tool.safety() {
+            Safety::Read => None,
+            Safety::Write => match &self.inner.bearer {
+                Some(token) => Some(token),
+                None => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "Tool \"{}\" is a write tool and needs a bearer token in the {TOKEN_ENV} \
+                         environment variable, which is not set. No request was sent.",
+                        tool.name()
+                    ))]));
+                }
+            },
+        };
+
+        log::info!("tools/call {} -> {} {}", tool.name(), spec.method, spec.url);
+        match self.inner.upstream.send(&spec, bearer).await {
+            Ok(reply) => {
+                let structured = json!({
+                    "tool": tool.name(),
+                    "operationId": tool.operation_id(),
+                    "statusCode": reply.status,
+                    "requestId": reply.request_id,
+                    "body": reply.body,
+                });
+                let text = serde_json::to_string_pretty(&structured)
+                    .unwrap_or_else(|_| structured.to_string());
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                result.structured_content = Some(structured);
+                result.is_error = Some(!(200..300).contains(&reply.status));
+                Ok(result)
+            }
+            Err(failure) => {
+                log::warn!("tools/call {}: {:?}", tool.name(), failure);
+                Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "Tool \"{}\": {}",
+                    tool.name(),
+                    failure.message()
+                ))]))
+            }
+        }
+    }
+}
+
+/// The `tools/list` entry of one catalog tool.
+fn describe(tool: &Tool) -> McpTool {
+    let schema: JsonObject = match tool.input_schema() {
+        Value::Object(map) => map.clone(),
+        // The catalog guarantees an object; an empty schema object is the safe fallback.
+        _ => JsonObject::new(),
+    };
+    let annotations = ToolAnnotations::new()
+        .read_only(tool.is_read_only())
+        .destructive(tool.is_destructive());
+    McpTool::new(
+        tool.name().to_owned(),
+        tool.description().to_owned(),
+        Arc::new(schema),
+    )
+    .with_title(tool.title())
+    .with_annotations(annotations)
+}
+
+/// A client-supplied name, cut to a length that is safe to echo.
+fn shorten(name: &str) -> String {
+    name.chars().take(64).collect()
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "tool-gateway",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Each tool calls one operation of the notes service's HTTP API. Write tools need \
+                 the gateway to be started with SERVICE_MCP_BEARER_TOKEN.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.list()?))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let arguments = request.arguments.unwrap_or_default();
+        self.call(&request.name, arguments).await.map(Into::into)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<McpTool> {
+        self.inner
+            .listed
+            .iter()
+            .find(|tool| tool.name == name)
+            .cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gateway(catalog: &str) -> Gateway {
+        Gateway::new(GatewayConfig {
+            catalog: Catalog::from_json_str(catalog),
+            base_url: BaseUrl::parse("http://127.0.0.1:9").unwrap(),
+            bearer: None,
+        })
+        .unwrap()
+    }
+
+    const ONE: &str = r#"{"tools": [{
+        "name": "delete_note", "title": "Delete a note", "description": "Deletes one note.",
+        "safety": "write",
+        "source": {"type": "openapi", "operationId": "delete_note", "method": "DELETE", "path": "/notes/{note_id}"},
+        "inputSchema": {"type": "object", "properties": {"note_id": {"type": "integer"}}, "required": ["note_id"]}
+    }]}"#;
+
+    #[test]
+    fn list_describes_each_tool() {
+        let tools = gateway(ONE).list().unwrap();
+        let listed = serde_json::to_value(&tools).unwrap();
+        assert_eq!(
+            listed,
+            json!([{
+                "name": "delete_note",
+                "title": "Delete a note",
+                "description": "Deletes one note.",
+                "inputSchema": {"type": "object", "properties": {"note_id": {"type": "integer"}}, "required": ["note_id"]},
+                "annotations": {"readOnlyHint": false, "destructiveHint": true}
+            }])
+        );
+    }
+
+    #[test]
+    fn invalid_catalog_is_an_internal_error_naming_the_field() {
+        let error = gateway(r#"{"tools": [{"name": "x"}]}"#).list().unwrap_err();
+        assert_eq!(error.code.0, -32603);
+        assert_eq!(
+            error.message,
+            r#"tool catalog is invalid: tools[0] (name "x"): field "title" is missing"#
+        );
+    }
+
+    #[tokio::test]
+    async fn unknown_tool_and_bad_arguments_are_invalid_params() {
+        let gateway = gateway(ONE);
+        let error = gateway.call("nope", JsonObject::new()).await.unwrap_err();
+        assert_eq!(error.code.0, -32602);
+        let error = gateway
+            .call("delete_note", JsonObject::new())
+            .await
+            .unwrap_err();
+        assert_eq!(error.code.0, -32602);
+        assert!(error.message.contains("note_id"));
+    }
+
+    #[tokio::test]
+    async fn write_tool_without_token_fails_closed() {
+        let mut args = JsonObject::new();
+        args.insert("note_id".into(), json!(1));
+        let result = gateway(ONE).call("delete_note", args).await.unwrap();
+        assert_eq!(result.is_error, Some(true));
+        let text = serde_json::to_string(&result.content).unwrap();
+        assert!(text.contains(TOKEN_ENV) && text.contains("No request was sent"));
+    }
+}

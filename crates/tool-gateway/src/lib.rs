@@ -1,0 +1,19 @@
+#![doc = include_str!("../README.md")]
+
+mod gateway;
+mod http;
+mod secret;
+mod upstream;
+
+pub use gateway::{Gateway, GatewayConfig};
+pub use http::{router, serve_http};
+pub use secret::BearerToken;
+pub use upstream::{REQUEST_TIMEOUT, TOKEN_ENV};
+
+/// Runs the gateway over stdio (newline-delimited JSON-RPC) until stdin closes.
+pub async fn serve_stdio(gateway: Gateway) -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    let running = gateway.serve(rmcp::transport::stdio()).await?;
+    running.waiting().await?;
+    Ok(())
+}

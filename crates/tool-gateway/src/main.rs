@@ -1,0 +1,90 @@
+//! `tool-gateway`: the MCP gateway in front of the notes service's HTTP API.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use clap::Parser;
+use tool_catalog::{BaseUrl, Catalog, CatalogError};
+use tool_gateway::{BearerToken, Gateway, GatewayConfig, TOKEN_ENV};
+
+/// MCP server exposing the API operations described by a tool catalog as tools.
+///
+/// Write tools need SERVICE_MCP_BEARER_TOKEN (sent as `Authorization: Bearer ...`); read tools
+/// never send it.
+#[derive(Debug, Parser)]
+#[command(name = "tool-gateway", version)]
+struct Args {
+    /// The tool catalog (JSON). An invalid catalog does not stop the gateway: every tools/list
+    /// and tools/call then answers a JSON-RPC error naming the entry and field.
+    #[arg(long, env = "TOOL_CATALOG", value_name = "FILE")]
+    catalog: std::path::PathBuf,
+
+    /// The API's base URL; tool paths are appended to it.
+    #[arg(
+        long,
+        env = "SERVICE_BASE_URL",
+        value_name = "URL",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    base_url: String,
+
+    /// Serve streamable HTTP on this address (POST /mcp) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+}
+
+fn main() -> anyhow::Result<()> {
+    // Logs go to stderr: stdout belongs to the JSON-RPC stream in stdio mode.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+        .target(env_logger::Target::Stderr)
+        .init();
+    let args = Args::parse();
+
+    let base_url = BaseUrl::parse(&args.base_url)
+        .map_err(|error| anyhow::anyhow!("--base-url / SERVICE_BASE_URL: {error}"))?;
+    let catalog = load_catalog(&args.catalog);
+    if let Err(error) = &catalog {
+        log::error!("{error}; tools/list and tools/call will answer with this error");
+    }
+    let bearer = BearerToken::new(std::env::var(TOKEN_ENV).ok());
+    if bearer.is_none() {
+        log::info!("{TOKEN_ENV} is not set: write tools will refuse to run");
+    }
+    let gateway = Gateway::new(GatewayConfig {
+        catalog,
+        base_url,
+        bearer,
+    })?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        match args.http {
+            Some(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("--http: cannot listen on {addr}"))?;
+                // One line on stdout so scripts can learn the port when ADDR ends in :0.
+                println!(
+                    "tool-gateway listening on http://{}/mcp",
+                    listener.local_addr()?
+                );
+                tool_gateway::serve_http(gateway, listener).await
+            }
+            None => tool_gateway::serve_stdio(gateway).await,
+        }
+    })
+}
+
+/// Reads and validates the catalog. A file that cannot be read is reported like invalid JSON
+/// (the path stays in the log, never in a JSON-RPC answer).
+fn load_catalog(path: &std::path::Path) -> Result<Catalog, CatalogError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Catalog::from_json_str(&text),
+        Err(error) => {
+            log::error!("cannot read the tool catalog {}: {error}", path.display());
+            Err(CatalogError::InvalidJson)
+        }
+    }
+}

@@ -1,0 +1,4 @@
+#![allow(dead_code)]
+
+pub mod mcp;
+pub mod stub;

@@ -1,0 +1,129 @@
+//! Repository tests on a fresh SQLite database (and on PostgreSQL when `TEST_POSTGRES_URL` is
+//! set).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+
+use pagination::Page;
+use storage::diesel::{Connection, RunQueryDsl, pg::PgConnection};
+use storage::{Database, Pool};
+use webhook_verify::{Verifier, header};
+use webhooks::{Intake, repo};
+
+const SECRET: &[u8] = b"whsec_repo_test";
+const NOW: i64 = 1_700_000_000;
+
+struct TestDb {
+    pool: Pool,
+    _dir: Option<tempfile::TempDir>,
+    pg: Option<(String, String)>,
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Some((admin, name)) = &self.pg
+            && let Ok(mut conn) = PgConnection::establish(admin)
+        {
+            let _ =
+                storage::diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&mut conn);
+        }
+    }
+}
+
+fn databases() -> Vec<TestDb> {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/test.db", dir.path().display());
+    let mut out = vec![TestDb {
+        pool: migrated(&url),
+        _dir: Some(dir),
+        pg: None,
+    }];
+    if let Ok(admin) = std::env::var("TEST_POSTGRES_URL") {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let name = format!("t_webhooks_{}_{n}", std::process::id());
+        let mut conn = PgConnection::establish(&admin).unwrap();
+        let _ = storage::diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .execute(&mut conn);
+        storage::diesel::sql_query(format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .unwrap();
+        let (base, _) = admin.rsplit_once('/').unwrap();
+        out.push(TestDb {
+            pool: migrated(&format!("{base}/{name}")),
+            _dir: None,
+            pg: Some((admin, name)),
+        });
+    }
+    out
+}
+
+fn migrated(url: &str) -> Pool {
+    let pool = Database::parse(url).pool(8).unwrap();
+    storage::run_migrations(&mut pool.get().unwrap()).unwrap();
+    pool
+}
+
+fn delivery(body: &str) -> webhooks::Delivery {
+    let intake = Intake::new(Some(Verifier::new(SECRET).unwrap()));
+    let h = header(SECRET, NOW, body.as_bytes());
+    intake
+        .accept(&[h.as_bytes()], body.as_bytes(), NOW)
+        .unwrap()
+}
+
+#[test]
+fn record_list_and_replay() {
+    for db in databases() {
+        let mut conn = db.pool.get().unwrap();
+        let a = repo::record(&mut conn, &delivery(r#"{"event_type":"a"}"#)).unwrap();
+        let b = repo::record(&mut conn, &delivery(r#"{"event_type":"b","n":1}"#)).unwrap();
+        assert!(!a.replayed && !b.replayed);
+        assert!(b.id > a.id);
+
+        let again = repo::record(&mut conn, &delivery(r#"{"event_type":"a"}"#)).unwrap();
+        assert_eq!(again.id, a.id);
+        assert!(again.replayed);
+        assert_eq!(repo::count(&mut conn).unwrap(), 2);
+
+        let (items, total) = repo::list(&mut conn, Page::default()).unwrap();
+        assert_eq!(total, 2);
+        assert_eq!(items[0].id, b.id);
+        assert_eq!(items[0].event_type, "b");
+        assert_eq!(items[0].payload, r#"{"event_type":"b","n":1}"#);
+        assert_eq!(items[0].delivered_at.len(), 20);
+        assert_eq!(items[1].id, a.id);
+
+        let page = Page {
+            limit: 1,
+            offset: 1,
+        };
+        let (items, total) = repo::list(&mut conn, page).unwrap();
+        assert_eq!((items.len(), items[0].id, total), (1, a.id, 2));
+    }
+}
+
+#[test]
+fn concurrent_identical_deliveries_store_one_row() {
+    for db in databases() {
+        let d = delivery(r#"{"event_type":"race"}"#);
+        let barrier = Arc::new(Barrier::new(6));
+        let handles: Vec<_> = (0..6)
+            .map(|_| {
+                let (pool, d, barrier) = (db.pool.clone(), d.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let mut conn = pool.get().unwrap();
+                    barrier.wait();
+                    repo::record(&mut conn, &d).unwrap()
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let id = results[0].id;
+        assert!(results.iter().all(|r| r.id == id));
+        assert_eq!(results.iter().filter(|r| !r.replayed).count(), 1);
+        assert_eq!(repo::count(&mut db.pool.get().unwrap()).unwrap(), 1);
+    }
+}

@@ -1,0 +1,1 @@
+DROP TABLE versioned_notes;

@@ -1,0 +1,2 @@
+DROP INDEX webhook_events_signature;
+DROP TABLE webhook_events;

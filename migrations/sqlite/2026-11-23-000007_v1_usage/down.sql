@@ -1,0 +1,1 @@
+DROP TABLE v1_usage;

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# `just bench`: release build, seed 10,000 notes, load-test the main routes with wrk on SQLite and
+# PostgreSQL, measure the bare actix-web + Diesel ceiling in the same run, and write
+# docs/PERFORMANCE.md. Installs wrk from the Debian packages when it is missing.
+# BENCH_DURATION (seconds per run, default 10), BENCH_CONNECTIONS (default 16),
+# BENCH_PG_URL (admin URL, default postgres://postgres@127.0.0.1:5432/test; empty skips PostgreSQL).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION="${BENCH_DURATION:-10}"
+CONNS="${BENCH_CONNECTIONS:-16}"
+PG_ADMIN="${BENCH_PG_URL-postgres://postgres@127.0.0.1:5432/test}"
+NOTES=10000
+export NOTES
+
+if ! command -v wrk >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq wrk >/dev/null
+fi
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+cargo build --release -q -p server --bin server --example bare_ceiling
+BIN="$CARGO_TARGET_DIR/release/server"
+CEILING="$CARGO_TARGET_DIR/release/examples/bare_ceiling"
+
+results=$(mktemp -d)
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_up() { for _ in $(seq 1 200); do curl -sf "$1" >/dev/null && return 0; sleep 0.05; done; echo "not up: $1"; return 1; }
+peak_kib() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+
+load() { # backend name url [lua]
+  local backend=$1 name=$2 url=$3 script=${4:-}
+  local file; file="$results/$(date +%s%N)__${backend}.txt"
+  echo "# route: $name" > "$file"
+  if [ -n "$script" ]; then
+    wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s "$script" "$url" >> "$file"
+  else
+    wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "$url" >> "$file"
+  fi
+  echo "  $name: $(grep Requests/sec "$file" | awk '{print $2}') req/s"
+}
+
+seed_notes() { # backend database
+  if [ "$1" = sqlite ]; then
+    python3 - "$2" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+con.executemany("INSERT INTO notes (title, body) VALUES (?, ?)",
+                ((f"note {i}", f"body of note {i} " * 4) for i in range(1, 10001)))
+con.commit()
+PY
+  else
+    psql -q "$2" -c "INSERT INTO notes (title, body) SELECT 'note ' || g, repeat('body of note ' || g || ' ', 4) FROM generate_series(1, 10000) g"
+  fi
+}
+
+bench_backend() { # backend database_url seed_target
+  local backend=$1 url=$2 target=$3
+  echo "== $backend"
+  local port; port=$(free_port)
+  DATABASE_URL="$url" BIND="127.0.0.1:$port" RUST_LOG=warn "$BIN" > "$work/$backend.log" 2>&1 &
+  local pid=$!; pids+=("$pid")
+  wait_up "http://127.0.0.1:$port/health"
+  seed_notes "$backend" "$target"
+  local base="http://127.0.0.1:$port"
+  load "$backend" "GET /health" "$base/health"
+  load "$backend" "GET /notes/{id}" "$base" scripts/bench/get_random_note.lua
+  load "$backend" "GET /notes?limit=20" "$base/notes?limit=20"
+  load "$backend" "POST /notes" "$base/notes" scripts/bench/post_note.lua
+  echo "$backend $(peak_kib "$pid")" >> "$results/memory"
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+
+  port=$(free_port)
+  "$CEILING" "$url" "127.0.0.1:$port" > "$work/$backend-ceiling.log" 2>&1 &
+  pid=$!; pids+=("$pid")
+  wait_up "http://127.0.0.1:$port/health"
+  load "$backend" "ceiling: bare GET /notes/{id}" "http://127.0.0.1:$port" scripts/bench/get_random_note.lua
+  load "$backend" "ceiling: bare GET /health" "http://127.0.0.1:$port/health"
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+
+bench_backend sqlite "sqlite://$work/bench.db" "$work/bench.db"
+
+if [ -n "$PG_ADMIN" ] && pg_isready -h 127.0.0.1 -q 2>/dev/null; then
+  db="bench_$(date +%s)"
+  psql -q "$PG_ADMIN" -c "CREATE DATABASE $db"
+  pg_url="${PG_ADMIN%/*}/$db"
+  bench_backend postgres "$pg_url" "$pg_url"
+  psql -q "$PG_ADMIN" -c "DROP DATABASE $db WITH (FORCE)"
+fi
+
+cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
+python3 - "$results" <<PY
+import json, sys
+mem = dict(line.split() for line in open("$results/memory"))
+header = f"""# Performance
+
+Measured by \`just bench\` (scripts/bench.sh) on $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown).
+Machine: $(nproc) cores ($cpu), $(free -g | awk '/Mem:/ {print $2}') GiB; a shared, noisy machine: compare ratios
+within one run rather than absolute numbers across runs.
+
+Method: release build; {$NOTES} seeded notes; \`wrk -t1 -c$CONNS -d${DURATION}s --latency\` per route, the server
+with its default workers (one per core) on the same machine as wrk; SQLite in WAL mode
+(synchronous=NORMAL, pool 8); PostgreSQL 15 local (pool 16). The ceiling is
+\`crates/server/examples/bare_ceiling.rs\`: bare actix-web + Diesel reading the same table with no
+middleware. Peak server memory (VmHWM) during the runs: """ + ", ".join(f"{k} {int(v)/1024:.0f} MiB" for k, v in mem.items()) + """.
+
+Reproduce: \`just bench\` (installs wrk if missing). Knobs: BENCH_DURATION, BENCH_CONNECTIONS, BENCH_PG_URL.
+"""
+json.dump({"header": header}, open("$results/meta.json", "w"))
+PY
+python3 scripts/bench/report.py "$results" > docs/PERFORMANCE.md
+echo "wrote docs/PERFORMANCE.md"
