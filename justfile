@@ -34,6 +34,38 @@ fuzz-api:
 bench:
     bash scripts/bench.sh
 
+# The MCP gateway's own tests (it is a separate workspace).
+test-mcp:
+    cargo test --manifest-path crates/tool-gateway/Cargo.toml
+
+# Official MCP conformance suite against the gateway (installs Node 22 and the suite first).
+conformance:
+    bash scripts/conformance.sh
+
+# MCP inspector CLI: tools/list and tools/call over stdio and HTTP.
+mcp-smoke:
+    bash scripts/inspector-smoke.sh
+
+# tools/call latency through the gateway versus the direct API call.
+bench-mcp:
+    bash scripts/bench-mcp.sh
+
+# Our webhook verification against Stripe's own library on every shared vector.
+stripe-diff:
+    bash scripts/stripe-differential.sh
+
+# cargo-fuzz on the webhook header parser and verifier (installs cargo-fuzz; nightly toolchain).
+fuzz-webhook runs="200000":
+    bash scripts/fuzz-webhook.sh {{runs}}
+
+# Kill the server at random moments under concurrent appends; ledger-check and every 201 must survive.
+crash-test:
+    bash scripts/crash-test.sh
+
+# Ledger appends/s with wrk: 1 hot account and 100 accounts, 16 connections (arg: DATABASE_URL).
+bench-ledger *ARGS:
+    bash scripts/bench-ledger.sh {{ARGS}}
+
 # Exactly what CI runs.
 ci:
     bash .ci/run
