@@ -37,25 +37,11 @@ for i in $(seq 0 99); do
     -d "{\"account_id\":\"bench-$i\",\"owner\":\"bench\"}" "$base/accounts"
 done
 
-cat >"$work/append.lua" <<'LUA'
--- POSTs a 1-cent deposit to one of ACCOUNTS accounts (bench-0 .. bench-N-1), chosen at random.
-local accounts = tonumber(os.getenv("ACCOUNTS") or "1")
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"event_type":"MoneyDeposited","payload":{"amount_cents":1}}'
-request = function()
-  return wrk.format(nil, "/accounts/bench-" .. math.random(0, accounts - 1) .. "/events")
-end
-done = function(summary, latency, requests)
-  io.write(string.format("non-2xx answers: %d, socket errors: %d\n", summary.errors.status,
-    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
-end
-LUA
 
 backend=$(case "$DATABASE_URL" in postgres*) echo postgres ;; *) echo sqlite ;; esac)
 for n in 1 100; do
   echo "== $backend, $profile: appends to $n account(s), $conns connections, ${seconds}s"
-  ACCOUNTS=$n wrk -t"$threads" -c"$conns" -d"${seconds}s" -s "$work/append.lua" "$base" |
+  ACCOUNTS=$n wrk -t"$threads" -c"$conns" -d"${seconds}s" -s scripts/bench/append_event.lua "$base" |
     grep -E "Requests/sec|Latency|non-2xx|requests in"
 done
 kill "$pid"; wait "$pid" 2>/dev/null || true

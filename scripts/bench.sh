@@ -12,6 +12,8 @@ CONNS="${BENCH_CONNECTIONS:-16}"
 PG_ADMIN="${BENCH_PG_URL-postgres://postgres@127.0.0.1:5432/test}"
 NOTES=10000
 export NOTES
+WEBHOOK_SECRET="bench-secret-$(date +%s)"
+export WEBHOOK_SECRET
 
 if ! command -v wrk >/dev/null; then
   apt-get update -qq && apt-get install -y -qq wrk >/dev/null
@@ -58,11 +60,28 @@ PY
   fi
 }
 
+seed_tokens() { # base_url -> prints raw tokens, one per line
+  local base=$1 uid
+  uid=$(curl -s -X POST -H 'content-type: application/json' -d '{"name":"bench"}' "$base/users" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  for i in $(seq 1 50); do
+    curl -s -X POST -H 'content-type: application/json' -H "x-user-id: $uid" \
+      -d '{"scope":"read"}' "$base/users/$uid/tokens" |
+      python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["id"], d["token"])'
+  done > "$work/issued"
+  head -n 10 "$work/issued" | while read -r id _; do
+    curl -s -o /dev/null -X DELETE -H "x-user-id: $uid" "$base/users/$uid/tokens/$id"
+  done
+  awk '{print $2}' "$work/issued"
+  for i in $(seq 1 50); do python3 -c 'import secrets; print(secrets.token_hex(32))'; done
+}
+
 bench_backend() { # backend database_url seed_target
   local backend=$1 url=$2 target=$3
   echo "== $backend"
   local port; port=$(free_port)
-  DATABASE_URL="$url" BIND="127.0.0.1:$port" RUST_LOG=warn "$BIN" > "$work/$backend.log" 2>&1 &
+  DATABASE_URL="$url" BIND="127.0.0.1:$port" RUST_LOG=warn WEBHOOK_SECRET="$WEBHOOK_SECRET" \
+    "$BIN" > "$work/$backend.log" 2>&1 &
   local pid=$!; pids+=("$pid")
   wait_up "http://127.0.0.1:$port/health"
   seed_notes "$backend" "$target"
@@ -71,6 +90,23 @@ bench_backend() { # backend database_url seed_target
   load "$backend" "GET /notes/{id}" "$base" scripts/bench/get_random_note.lua
   load "$backend" "GET /notes?limit=20" "$base/notes?limit=20"
   load "$backend" "POST /notes" "$base/notes" scripts/bench/post_note.lua
+
+  # Area D: verify a pool of 40 valid, 10 revoked and 50 unknown tokens.
+  seed_tokens "$base" > "$work/tokens-$backend"
+  TOKENS_FILE="$work/tokens-$backend" load "$backend" "POST /tokens/verify" "$base" scripts/bench/verify_token.lua
+
+  # Area F: distinct 1 KB bodies, signed just before the run (fresh timestamps).
+  python3 scripts/bench/webhook_pool.py --secret "$WEBHOOK_SECRET" --count 200000 --out "$work/pool-$backend"
+  WEBHOOK_POOL="$work/pool-$backend" load "$backend" "POST /webhook (1 KB, signed)" "$base/webhook" scripts/bench/post_webhook.lua
+
+  # Area E: 1-cent deposits to one hot account, then spread over 100 accounts.
+  for i in $(seq 0 99); do
+    curl -s -o /dev/null -X POST -H 'content-type: application/json' \
+      -d "{\"account_id\":\"bench-$i\",\"owner\":\"bench\"}" "$base/accounts"
+  done
+  ACCOUNTS=1 load "$backend" "POST /accounts/{id}/events (1 account)" "$base" scripts/bench/append_event.lua
+  ACCOUNTS=100 load "$backend" "POST /accounts/{id}/events (100 accounts)" "$base" scripts/bench/append_event.lua
+  DATABASE_URL="$url" "$BIN" ledger-check
   echo "$backend $(peak_kib "$pid")" >> "$results/memory"
   kill "$pid"; wait "$pid" 2>/dev/null || true
 

@@ -297,3 +297,50 @@ pub async fn with_conn<T: Send + 'static>(
     .await
     .unwrap()
 }
+
+/// Every log line of this test binary from the server side (not the HTTP client's), captured by
+/// one process-wide logger at `trace` so leak tests can scan what the service logged.
+pub struct LogCapture {
+    lines: std::sync::Mutex<Vec<String>>,
+}
+
+impl log::Log for LogCapture {
+    fn enabled(&self, metadata: &log::Metadata) -> bool {
+        let target = metadata.target();
+        !(target.starts_with("reqwest") || target.starts_with("hyper"))
+    }
+    fn log(&self, record: &log::Record) {
+        if self.enabled(record.metadata()) {
+            let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+            if lines.len() < 2_000_000 {
+                lines.push(format!(
+                    "{} {} {}",
+                    record.level(),
+                    record.target(),
+                    record.args()
+                ));
+            }
+        }
+    }
+    fn flush(&self) {}
+}
+
+impl LogCapture {
+    /// A copy of every line captured so far.
+    pub fn snapshot(&self) -> Vec<String> {
+        self.lines.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// The process-wide capture, installed on first use (no other test installs a logger).
+pub fn log_capture() -> &'static LogCapture {
+    static CAPTURE: std::sync::OnceLock<&'static LogCapture> = std::sync::OnceLock::new();
+    CAPTURE.get_or_init(|| {
+        let capture: &'static LogCapture = Box::leak(Box::new(LogCapture {
+            lines: std::sync::Mutex::new(Vec::new()),
+        }));
+        log::set_logger(capture).expect("only tests/api/helpers.rs installs a logger");
+        log::set_max_level(log::LevelFilter::Trace);
+        capture
+    })
+}

@@ -1,7 +1,7 @@
 //! Area D: users and scoped access tokens, and the optional `API_AUTH=tokens` guard.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use reqwest::{Method, Response, StatusCode};
@@ -975,48 +975,6 @@ async fn api_auth_guards_the_other_areas(backend: Backend) {
 // ---------------------------------------------------------------------------------------------
 // Secrecy: a raw token never reaches storage, a log line or any response but its issue.
 
-/// Every log line of this test binary from the server side (not the HTTP client's).
-struct Capture {
-    lines: Mutex<Vec<String>>,
-}
-
-impl log::Log for Capture {
-    fn enabled(&self, metadata: &log::Metadata) -> bool {
-        let target = metadata.target();
-        !(target.starts_with("reqwest") || target.starts_with("hyper"))
-    }
-    fn log(&self, record: &log::Record) {
-        if self.enabled(record.metadata()) {
-            let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
-            if lines.len() < 2_000_000 {
-                lines.push(format!(
-                    "{} {} {}",
-                    record.level(),
-                    record.target(),
-                    record.args()
-                ));
-            }
-        }
-    }
-    fn flush(&self) {}
-}
-
-fn capture() -> Option<&'static Capture> {
-    static CAPTURE: OnceLock<Option<&'static Capture>> = OnceLock::new();
-    *CAPTURE.get_or_init(|| {
-        let capture: &'static Capture = Box::leak(Box::new(Capture {
-            lines: Mutex::new(Vec::new()),
-        }));
-        match log::set_logger(capture) {
-            Ok(()) => {
-                log::set_max_level(log::LevelFilter::Trace);
-                Some(capture)
-            }
-            Err(_) => None,
-        }
-    })
-}
-
 /// Everything stored: the SQLite file (with its WAL) byte for byte, or every row of every
 /// PostgreSQL table as JSON.
 fn storage_dump(app: &TestApp) -> String {
@@ -1065,7 +1023,7 @@ fn storage_dump(app: &TestApp) -> String {
 }
 
 async fn secrets_never_leak(backend: Backend) {
-    let capture = capture();
+    let capture = crate::helpers::log_capture();
     let app = TestApp::spawn_with(backend, |s| s.api_auth = ApiAuth::Tokens)
         .await
         .unwrap();
@@ -1177,25 +1135,15 @@ async fn secrets_never_leak(backend: Backend) {
         bodies.iter().any(|(s, _)| *s == 401),
         "revoked tokens were refused"
     );
-    match capture {
-        Some(capture) => {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            // Decide under the lock, assert after it (a panic must not poison the logger).
-            let (saw_access_log, leaked) = {
-                let lines = capture.lines.lock().unwrap_or_else(|e| e.into_inner());
-                let leaked: Vec<String> = lines
-                    .iter()
-                    .filter(|l| raws.iter().any(|(raw, _)| l.contains(raw.as_str())))
-                    .cloned()
-                    .collect();
-                (lines.iter().any(|l| l.contains("/tokens/verify")), leaked)
-            };
-            assert!(
-                saw_access_log,
-                "the capturing logger saw no access log line"
-            );
-            assert!(leaked.is_empty(), "raw token in log lines: {leaked:?}");
-        }
-        None => eprintln!("another global logger is installed: log check skipped"),
-    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let lines = capture.snapshot();
+    let leaked: Vec<&String> = lines
+        .iter()
+        .filter(|l| raws.iter().any(|(raw, _)| l.contains(raw.as_str())))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l.contains("/tokens/verify")),
+        "the capturing logger saw no access log line"
+    );
+    assert!(leaked.is_empty(), "raw token in log lines: {leaked:?}");
 }

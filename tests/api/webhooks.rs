@@ -1,7 +1,6 @@
 //! Area F: `POST /webhook` and `GET /webhook/events`.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -662,50 +661,10 @@ async fn wrong_method_is_405(app: TestApp) {
 // ---------------------------------------------------------------------------------------------
 // Secrets stay secret: never in a response (body or header), never in a log line.
 
-/// Collects every log line of this test binary that mentions `CANARY`, and counts lines
-/// about /webhook so the test can tell the logger was really listening.
-struct Capture {
-    leaked: Mutex<Vec<String>>,
-    webhook_lines: Mutex<usize>,
-}
-
 const CANARY: &str = "whsec-canary-6d1f0b";
 
-impl log::Log for Capture {
-    fn enabled(&self, _: &log::Metadata) -> bool {
-        true
-    }
-    fn log(&self, record: &log::Record) {
-        let line = format!("{} {}", record.target(), record.args());
-        if line.contains(CANARY) || line.contains("canary-6d1f0b") {
-            self.leaked.lock().unwrap().push(line.clone());
-        }
-        if line.contains("/webhook") {
-            *self.webhook_lines.lock().unwrap() += 1;
-        }
-    }
-    fn flush(&self) {}
-}
-
-fn capture() -> Option<&'static Capture> {
-    static CAPTURE: OnceLock<Option<&'static Capture>> = OnceLock::new();
-    *CAPTURE.get_or_init(|| {
-        let capture: &'static Capture = Box::leak(Box::new(Capture {
-            leaked: Mutex::new(Vec::new()),
-            webhook_lines: Mutex::new(0),
-        }));
-        match log::set_logger(capture) {
-            Ok(()) => {
-                log::set_max_level(log::LevelFilter::Debug);
-                Some(capture)
-            }
-            Err(_) => None,
-        }
-    })
-}
-
 async fn secret_never_appears_in_responses_or_logs(backend: Backend) {
-    let capture = capture();
+    let capture = crate::helpers::log_capture();
     let previous = format!("{CANARY}-previous");
     let app = TestApp::spawn_with(backend, |s| {
         s.webhook_secret = Some(Secret::new(CANARY));
@@ -754,16 +713,15 @@ async fn secret_never_appears_in_responses_or_logs(backend: Backend) {
         .await;
     assert!(!res.text().await.unwrap().contains(&expected));
 
-    match capture {
-        Some(capture) => {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            assert!(
-                *capture.webhook_lines.lock().unwrap() > 0,
-                "the capturing logger saw no access log line"
-            );
-            let leaked = capture.leaked.lock().unwrap();
-            assert!(leaked.is_empty(), "secret in log lines: {leaked:?}");
-        }
-        None => eprintln!("another global logger is installed: log check skipped"),
-    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let lines = capture.snapshot();
+    assert!(
+        lines.iter().any(|l| l.contains("/webhook")),
+        "the capturing logger saw no access log line"
+    );
+    let leaked: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("canary-6d1f0b"))
+        .collect();
+    assert!(leaked.is_empty(), "secret in log lines: {leaked:?}");
 }

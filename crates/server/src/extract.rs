@@ -8,7 +8,7 @@ use std::pin::Pin;
 use actix_web::dev::Payload;
 use actix_web::http::header::CONTENT_TYPE;
 use actix_web::{FromRequest, HttpRequest, web};
-use apistos::paths::{Parameter, RequestBody};
+use apistos::paths::{Parameter, ParameterDefinition, ParameterIn, ParameterStyle, RequestBody};
 use apistos::reference_or::ReferenceOr;
 use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
 use problem_details::{FieldError, FieldErrorCode, Problem, Slug};
@@ -185,5 +185,67 @@ mod tests {
             ]
         );
         assert_eq!(url_pairs("x=%FF")[0].1, "\u{FFFD}");
+    }
+}
+
+/// How a request header is documented: its name, whether it is required, and its schema.
+pub trait HeaderDoc: 'static {
+    const NAME: &'static str;
+    const REQUIRED: bool;
+    const DESCRIPTION: &'static str;
+    fn schema() -> Value;
+}
+
+/// The raw value of the header `H` names (absent when missing; invalid UTF-8 is replaced), so
+/// the domain decides what an acceptable value is. `H` also documents the header in OpenAPI.
+pub struct RawHeader<H> {
+    value: Option<String>,
+    _doc: PhantomData<H>,
+}
+
+impl<H> RawHeader<H> {
+    pub fn value(&self) -> Option<&str> {
+        self.value.as_deref()
+    }
+}
+
+impl<H: HeaderDoc> FromRequest for RawHeader<H> {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let value = req
+            .headers()
+            .get(H::NAME)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        std::future::ready(Ok(RawHeader {
+            value,
+            _doc: PhantomData,
+        }))
+    }
+}
+
+impl<H: HeaderDoc> ApiComponent for RawHeader<H> {
+    fn child_schemas(_: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
+        vec![]
+    }
+    fn schema(_: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
+        None
+    }
+    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
+        None
+    }
+    fn parameters(v: OpenApiVersion, _: Option<String>) -> Vec<Parameter> {
+        vec![Parameter {
+            name: H::NAME.to_owned(),
+            _in: ParameterIn::Header,
+            description: Some(H::DESCRIPTION.to_owned()),
+            required: Some(H::REQUIRED),
+            style: Some(ParameterStyle::Simple),
+            definition: Some(ParameterDefinition::Schema(ReferenceOr::Object(
+                ApistosSchema::from_value(&H::schema(), v),
+            ))),
+            ..Default::default()
+        }]
     }
 }

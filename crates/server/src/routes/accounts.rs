@@ -1,13 +1,10 @@
 //! Area E: event-sourced accounts. The rules live in the `ledger` crate; this module wires.
 
-use std::future::{Ready, ready};
-
 use actix_web::body::BoxBody;
-use actix_web::dev::Payload;
 use actix_web::web::{Data, Json, Path};
-use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
+use actix_web::{HttpRequest, HttpResponse, Responder};
 use apistos::actix::CreatedJson;
-use apistos::paths::{Parameter, ParameterDefinition, ParameterIn, RequestBody, Responses};
+use apistos::paths::{RequestBody, Responses};
 use apistos::reference_or::ReferenceOr;
 use apistos::web::{ServiceConfig, get, post, resource};
 use apistos::{ApiComponent, ApistosSchema, OpenApiVersion, api_operation};
@@ -24,7 +21,7 @@ use apistos::schemars;
 use super::dto::{PageQuery, TEXT_PATTERN};
 use crate::db::Db;
 use crate::error::ApiError;
-use crate::extract::{JsonObject, RawQuery};
+use crate::extract::{HeaderDoc, JsonObject, RawHeader, RawQuery};
 
 pub const ACCOUNT_ID_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
 
@@ -167,69 +164,37 @@ pub struct EventsQuery {
 
 /// The optional `Idempotency-Key` header: a retry with the same key and body gets the first
 /// answer and writes nothing; the same key with another request is 409.
-pub struct IdempotencyKeyHeader(Option<String>);
-
 pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
 
-impl IdempotencyKeyHeader {
-    /// The key bound to this operation (`scope`) and body; invalid keys are 422.
-    fn bind(
-        &self,
-        scope: &str,
-        body: &Map<String, Value>,
-    ) -> Result<Option<IdempotencyKey>, ApiError> {
-        Ok(match &self.0 {
-            Some(raw) => Some(IdempotencyKey::new(raw, scope, body)?),
-            None => None,
-        })
-    }
-}
+pub struct IdempotencyKeyDoc;
 
-impl FromRequest for IdempotencyKeyHeader {
-    type Error = ApiError;
-    type Future = Ready<Result<Self, ApiError>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let value = req
-            .headers()
-            .get(IDEMPOTENCY_KEY)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        ready(Ok(IdempotencyKeyHeader(value)))
-    }
-}
-
-impl ApiComponent for IdempotencyKeyHeader {
-    fn child_schemas(_: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        vec![]
-    }
-    fn schema(_: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        None
-    }
-    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
-        None
-    }
-    fn parameters(v: OpenApiVersion, _: Option<String>) -> Vec<Parameter> {
-        let schema = serde_json::json!({
+impl HeaderDoc for IdempotencyKeyDoc {
+    const NAME: &'static str = IDEMPOTENCY_KEY;
+    const REQUIRED: bool = false;
+    const DESCRIPTION: &'static str = "Optional. A retry with the same key and body returns the first \
+        response and writes nothing; the same key with another request is 409.";
+    fn schema() -> Value {
+        serde_json::json!({
             "type": "string",
             "minLength": 1,
             "maxLength": 255,
             "pattern": "^[!-~]{1,255}$"
-        });
-        vec![Parameter {
-            name: IDEMPOTENCY_KEY.to_owned(),
-            _in: ParameterIn::Header,
-            description: Some(
-                "Optional. A retry with the same key and body returns the first response and \
-                 writes nothing; the same key with another request is 409."
-                    .to_owned(),
-            ),
-            required: Some(false),
-            definition: Some(ParameterDefinition::Schema(ReferenceOr::Object(
-                ApistosSchema::from_value(&schema, v),
-            ))),
-            ..Default::default()
-        }]
+        })
     }
+}
+
+pub type IdempotencyKeyHeader = RawHeader<IdempotencyKeyDoc>;
+
+/// The key bound to this operation (`scope`) and body; invalid keys are 422.
+fn bind_key(
+    header: &IdempotencyKeyHeader,
+    scope: &str,
+    body: &Map<String, Value>,
+) -> Result<Option<IdempotencyKey>, ApiError> {
+    Ok(match header.value() {
+        Some(raw) => Some(IdempotencyKey::new(raw, scope, body)?),
+        None => None,
+    })
 }
 
 /// 201 with the stored event; `Location` names the account on open, and a replayed answer
@@ -298,7 +263,7 @@ pub async fn open(
     body: JsonObject<OpenAccountBody>,
 ) -> Result<CreatedEvent, ApiError> {
     let input = OpenAccount::from_json(&body)?;
-    let key = key.bind("open_account", &body)?;
+    let key = bind_key(&key, "open_account", &body)?;
     let recorded = db
         .run(move |c| service::open_account(c, &input, key.as_ref()))
         .await?;
@@ -351,7 +316,7 @@ pub async fn append(
 ) -> Result<CreatedEvent, ApiError> {
     let id = path.into_inner().id;
     let command = AppendEvent::from_json(&body)?;
-    let key = key.bind(&format!("append_event:{id}"), &body)?;
+    let key = bind_key(&key, &format!("append_event:{id}"), &body)?;
     let recorded = db
         .run(move |c| service::append(c, &id, &command, key.as_ref()))
         .await?;

@@ -13,9 +13,7 @@ use actix_web::http::StatusCode;
 use actix_web::web::{self, Data, Json, Path};
 use actix_web::{FromRequest, HttpRequest, HttpResponse, ResponseError};
 use apistos::actix::{CreatedJson, NoContent};
-use apistos::paths::{
-    MediaType, Parameter, ParameterDefinition, ParameterIn, ParameterStyle, RequestBody, Response,
-};
+use apistos::paths::{MediaType, Parameter, RequestBody, Response};
 use apistos::reference_or::ReferenceOr;
 use apistos::web::{ServiceConfig, delete, get, post, resource};
 use apistos::{
@@ -31,6 +29,7 @@ use apistos::schemars;
 
 use crate::db::Db;
 use crate::error::{ApiError, problem_response, problem_schema};
+use crate::extract::{HeaderDoc, RawHeader};
 
 // ---------------------------------------------------------------------------------------------
 // DTOs
@@ -427,57 +426,23 @@ impl<T: ApiComponent, const REQUIRED: bool> ApiComponent for RawJson<T, REQUIRED
 
 pub const USER_ID_HEADER: &str = "X-User-Id";
 
+pub struct ActingUserDoc;
+
+impl HeaderDoc for ActingUserDoc {
+    const NAME: &'static str = USER_ID_HEADER;
+    const REQUIRED: bool = true;
+    const DESCRIPTION: &'static str = "The acting user's id; must equal the userId in the path. \
+        Missing or not an integer: 401 `unauthorized`.";
+    fn schema() -> serde_json::Value {
+        serde_json::json!({"type": "integer", "format": "int64"})
+    }
+}
+
 /// The raw `X-User-Id` header; the domain decides what an acceptable value is (401 otherwise).
-pub struct ActingUser(Option<String>);
+pub type ActingUser = RawHeader<ActingUserDoc>;
 
-impl ActingUser {
-    fn id(&self) -> Result<i64, TokenError> {
-        Ok(tokens::parse_actor(self.0.as_deref())?)
-    }
-}
-
-impl FromRequest for ActingUser {
-    type Error = ApiError;
-    type Future = Ready<Result<Self, ApiError>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let value = req
-            .headers()
-            .get(USER_ID_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        ready(Ok(ActingUser(value)))
-    }
-}
-
-impl ApiComponent for ActingUser {
-    fn child_schemas(_: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        vec![]
-    }
-    fn schema(_: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        None
-    }
-    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
-        None
-    }
-    fn parameters(v: OpenApiVersion, _: Option<String>) -> Vec<Parameter> {
-        let schema = serde_json::json!({"type": "integer", "format": "int64"});
-        vec![Parameter {
-            name: USER_ID_HEADER.to_owned(),
-            _in: ParameterIn::Header,
-            description: Some(
-                "The acting user's id; must equal the userId in the path. Missing or not an \
-                 integer: 401 `unauthorized`."
-                    .to_owned(),
-            ),
-            required: Some(true),
-            style: Some(ParameterStyle::Simple),
-            definition: Some(ParameterDefinition::Schema(ReferenceOr::Object(
-                ApistosSchema::from_value(&schema, v),
-            ))),
-            ..Default::default()
-        }]
-    }
+fn actor_id(actor: &ActingUser) -> Result<i64, TokenError> {
+    Ok(tokens::parse_actor(actor.value())?)
 }
 
 /// The raw path segments: `userId` (not numeric → 0, as the specification says) and, on
@@ -561,7 +526,7 @@ pub async fn issue(
     path: TokenPath<UserPathDoc>,
     body: RawJson<IssueBody, false>,
 ) -> Result<CreatedJson<IssuedTokenDto>, TokenError> {
-    let (actor, user_id) = (actor.id()?, path.user_id);
+    let (actor, user_id) = (actor_id(&actor)?, path.user_id);
     let issued = run(&db, move |c| service::issue(c, actor, user_id, &body.bytes)).await?;
     Ok(CreatedJson(issued.into()))
 }
@@ -581,7 +546,7 @@ pub async fn list(
     actor: ActingUser,
     path: TokenPath<UserPathDoc>,
 ) -> Result<Json<TokenListDto>, TokenError> {
-    let (actor, user_id) = (actor.id()?, path.user_id);
+    let (actor, user_id) = (actor_id(&actor)?, path.user_id);
     let items = run(&db, move |c| service::list(c, actor, user_id)).await?;
     let total = items.len() as i64;
     let items = items.into_iter().map(TokenDto::from).collect();
@@ -605,7 +570,7 @@ pub async fn revoke(
     actor: ActingUser,
     path: TokenPath<TokenPathDoc>,
 ) -> Result<NoContent, TokenError> {
-    let (actor, user_id, token_id) = (actor.id()?, path.user_id, path.token_id);
+    let (actor, user_id, token_id) = (actor_id(&actor)?, path.user_id, path.token_id);
     run(&db, move |c| service::revoke(c, actor, user_id, token_id)).await?;
     Ok(NoContent)
 }

@@ -142,13 +142,9 @@ async fn get_note(db: &Db, id: i64) -> Result<VersionedNote, ApiError> {
     db.run(move |c| repo::notes::get(c, id)).await
 }
 
-async fn list_notes(
-    db: &Db,
-    q: &RawQuery<ClampedPageQuery>,
-) -> Result<(Vec<VersionedNote>, Page, i64), ApiError> {
-    let page = Page::clamped(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
-    let (notes, total) = db.run(move |c| repo::notes::list(c, page)).await?;
-    Ok((notes, page, total))
+/// `limit` and `offset` of the three lists here (clamped; non-integers are 422).
+fn paging(q: &RawQuery<ClampedPageQuery>) -> Result<Page, ApiError> {
+    Ok(Page::clamped(q.get("limit"), q.get("offset")).map_err(Problem::validation)?)
 }
 
 /// Create a note (V1, deprecated)
@@ -184,7 +180,8 @@ pub async fn list_v1(
     db: Data<Db>,
     q: RawQuery<ClampedPageQuery>,
 ) -> Result<Json<NoteV1List>, ApiError> {
-    let (notes, _, _) = list_notes(&db, &q).await?;
+    let page = paging(&q)?;
+    let notes = db.run(move |c| repo::notes::page(c, page)).await?;
     Ok(Json(NoteV1List {
         notes: notes.into_iter().map(NoteV1::from).collect(),
     }))
@@ -227,7 +224,12 @@ pub async fn list_v2(
     db: Data<Db>,
     q: RawQuery<ClampedPageQuery>,
 ) -> Result<Json<NoteV2List>, ApiError> {
-    let (notes, page, total) = list_notes(&db, &q).await?;
+    let page = paging(&q)?;
+    let (notes, total) = db
+        .run(move |c| {
+            Ok::<_, versioned_notes::Error>((repo::notes::page(c, page)?, repo::notes::count(c)?))
+        })
+        .await?;
     Ok(Json(NoteV2List {
         data: notes.into_iter().map(NoteV2::from).collect(),
         meta: NoteV2Meta {
@@ -285,7 +287,7 @@ pub async fn v1_usage(
     db: Data<Db>,
     q: RawQuery<ClampedPageQuery>,
 ) -> Result<Json<V1UsageList>, ApiError> {
-    let page = Page::clamped(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
+    let page = paging(&q)?;
     let (items, total) = db.run(move |c| repo::usage::list(c, page)).await?;
     Ok(Json(ListEnvelope::new(items, page, total).into()))
 }
