@@ -167,27 +167,6 @@ impl<T: ApiComponent> ApiComponent for RawQuery<T> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decodes_query_pairs() {
-        assert_eq!(
-            url_pairs("a=1&b=x%20y&c&d=%zz&e=%41+b&&f=%"),
-            vec![
-                ("a".into(), "1".into()),
-                ("b".into(), "x y".into()),
-                ("c".into(), "".into()),
-                ("d".into(), "%zz".into()),
-                ("e".into(), "A b".into()),
-                ("f".into(), "%".into()),
-            ]
-        );
-        assert_eq!(url_pairs("x=%FF")[0].1, "\u{FFFD}");
-    }
-}
-
 /// How a request header is documented: its name, whether it is required, and its schema.
 pub trait HeaderDoc: 'static {
     const NAME: &'static str;
@@ -247,5 +226,26 @@ impl<H: HeaderDoc> ApiComponent for RawHeader<H> {
             ))),
             ..Default::default()
         }]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_query_pairs() {
+        assert_eq!(
+            url_pairs("a=1&b=x%20y&c&d=%zz&e=%41+b&&f=%"),
+            vec![
+                ("a".into(), "1".into()),
+                ("b".into(), "x y".into()),
+                ("c".into(), "".into()),
+                ("d".into(), "%zz".into()),
+                ("e".into(), "A b".into()),
+                ("f".into(), "%".into()),
+            ]
+        );
+        assert_eq!(url_pairs("x=%FF")[0].1, "\u{FFFD}");
     }
 }

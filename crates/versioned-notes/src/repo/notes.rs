@@ -60,15 +60,18 @@ pub fn get(conn: &mut DbConnection, id: i64) -> Result<VersionedNote, Error> {
         .and_then(to_note)
 }
 
-/// One page by id descending (newest first), and the total count.
-pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<VersionedNote>, i64), Error> {
+/// One page by id descending (newest first).
+pub fn page(conn: &mut DbConnection, page: Page) -> Result<Vec<VersionedNote>, Error> {
     let rows: Vec<Row> = vn::table
         .select(COLUMNS)
         .order(vn::id.desc())
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
-    let total: i64 = vn::table.count().get_result(conn)?;
-    let notes = rows.into_iter().map(to_note).collect::<Result<_, _>>()?;
-    Ok((notes, total))
+    rows.into_iter().map(to_note).collect()
+}
+
+/// How many notes exist (V2's `meta.total`; V1's list shows no total and does not count).
+pub fn count(conn: &mut DbConnection) -> Result<i64, Error> {
+    Ok(vn::table.count().get_result(conn)?)
 }
