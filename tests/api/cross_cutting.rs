@@ -342,3 +342,43 @@ async fn cors_allows_only_configured_origins(backend: Backend) {
         .unwrap();
     assert!(res.headers().get("access-control-allow-origin").is_none());
 }
+
+api_tests!(storage_failures_are_500_problems_without_internals);
+
+/// A table vanishing under the service (an operator's mistake) is a 500 whose body says nothing
+/// of the cause; the log line has it.
+async fn storage_failures_are_500_problems_without_internals(app: TestApp) {
+    let note = app.create_note("n", "b").await["id"].as_i64().unwrap();
+    let url = app.db.url.clone();
+    tokio::task::spawn_blocking(move || {
+        use storage::diesel::RunQueryDsl;
+        let mut conn = storage::Database::parse(&url).establish().unwrap();
+        storage::diesel::sql_query("DROP TABLE comments")
+            .execute(&mut conn)
+            .unwrap();
+    })
+    .await
+    .unwrap();
+    let res = app.get(&format!("/notes/{note}/comments")).await;
+    let body = problem(
+        res,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal-server-error",
+    )
+    .await;
+    assert_eq!(body["detail"], "The server failed to process the request.");
+    let text = body.to_string().to_lowercase();
+    for internal in ["comments", "table", "sql", "diesel", "relation", "/"] {
+        if internal == "/" {
+            // Only the type URI may contain a slash.
+            assert!(!body["detail"].as_str().unwrap().contains('/'));
+        } else {
+            assert!(!text.contains(internal), "{internal} leaked: {text}");
+        }
+    }
+    // The rest of the service keeps working.
+    assert_eq!(
+        app.get(&format!("/notes/{note}")).await.status(),
+        StatusCode::OK
+    );
+}
