@@ -76,10 +76,6 @@ impl RateLimiter {
             reset,
         }
     }
-
-    fn client_ip(&self, req: &ServiceRequest) -> Option<IpAddr> {
-        client_ip(req, self.trust_forwarded_for)
-    }
 }
 
 /// The client's address: the socket peer, or the first `X-Forwarded-For` entry when
@@ -119,7 +115,9 @@ pub async fn limit(
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let limiter = req.app_data::<web::Data<RateLimiter>>().cloned();
     let decision = match (&limiter, exempt(req.path())) {
-        (Some(l), false) => l.client_ip(&req).map(|ip| l.check(ip, Instant::now())),
+        (Some(l), false) => {
+            client_ip(&req, l.trust_forwarded_for).map(|ip| l.check(ip, Instant::now()))
+        }
         _ => None,
     };
     match decision {
