@@ -36,9 +36,17 @@ impl ApiAuth {
     }
 }
 
-/// Path prefixes of areas A (notes, tags, comments), B, C and E.
-pub const PROTECTED_PREFIXES: [&str; 6] =
-    ["/notes", "/tags", "/articles", "/v1", "/v2", "/accounts"];
+/// Path prefixes of areas A (notes, tags, comments), B, C (with its usage counts, which name
+/// callers) and E.
+pub const PROTECTED_PREFIXES: [&str; 7] = [
+    "/notes",
+    "/tags",
+    "/articles",
+    "/v1",
+    "/v2",
+    "/metrics",
+    "/accounts",
+];
 
 /// True for a prefix itself and anything below it (`/notes`, `/notes/1/comments`; not
 /// `/notesx`).
@@ -144,6 +152,7 @@ mod tests {
             "/v2",
             "/accounts/a/events",
             "/notes/1/comments",
+            "/metrics/v1-usage",
         ] {
             assert!(is_protected(p), "{p}");
         }
