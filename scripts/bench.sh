@@ -12,6 +12,7 @@ CONNS="${BENCH_CONNECTIONS:-16}"
 PG_ADMIN="${BENCH_PG_URL-postgres://postgres@127.0.0.1:5432/test}"
 NOTES=10000
 export NOTES
+ARTICLES="${BENCH_ARTICLES:-1000000}"
 WEBHOOK_SECRET="bench-secret-$(date +%s)"
 export WEBHOOK_SECRET
 
@@ -107,6 +108,16 @@ bench_backend() { # backend database_url seed_target
   ACCOUNTS=1 load "$backend" "POST /accounts/{id}/events (1 account)" "$base" scripts/bench/append_event.lua
   ACCOUNTS=100 load "$backend" "POST /accounts/{id}/events (100 accounts)" "$base" scripts/bench/append_event.lua
   DATABASE_URL="$url" "$BIN" ledger-check
+
+  # Area B: 1,000,000 articles; cursor and offset pages at the first, middle and last depth.
+  DATABASE_URL="$url" "$BIN" seed-articles "$ARTICLES" > /dev/null
+  local mid=$((ARTICLES / 2))
+  load "$backend" "GET /articles/cursor first page" "$base/articles/cursor?limit=20"
+  load "$backend" "GET /articles/cursor middle page" "$base/articles/cursor?limit=20&after=$mid"
+  load "$backend" "GET /articles/cursor last page" "$base/articles/cursor?limit=20&after=21"
+  load "$backend" "GET /articles/offset first page" "$base/articles/offset?limit=20"
+  load "$backend" "GET /articles/offset middle page" "$base/articles/offset?limit=20&offset=$mid"
+  load "$backend" "GET /articles/offset last page" "$base/articles/offset?limit=20&offset=$((ARTICLES - 20))"
   echo "$backend $(peak_kib "$pid")" >> "$results/memory"
   kill "$pid"; wait "$pid" 2>/dev/null || true
 

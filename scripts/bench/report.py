@@ -18,6 +18,14 @@ def parse(path: Path):
     }
 
 
+def millis(text):
+    m = re.match(r"([\d.]+)(us|ms|s)$", text or "")
+    if not m:
+        return None
+    value, unit = float(m.group(1)), m.group(2)
+    return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+
+
 def main():
     results_dir = Path(sys.argv[1])
     meta = json.loads((results_dir / "meta.json").read_text())
@@ -52,6 +60,18 @@ def main():
                 ratios.append(f"- {b}: `{route}` = **{ratio:.2f}×** {label} ({ours['rps']:,.0f} vs {ref['rps']:,.0f} req/s; target ≥ {target}×, {mark} it)")
     print(meta["header"])
     print("\n".join(out))
+    for b in backends:
+        first = rows.get("GET /articles/cursor first page", {}).get(b)
+        last = rows.get("GET /articles/cursor last page", {}).get(b)
+        off_first = rows.get("GET /articles/offset first page", {}).get(b)
+        off_last = rows.get("GET /articles/offset last page", {}).get(b)
+        if first and last and millis(first["p50"]) and millis(last["p50"]):
+            ratio = millis(last["p50"]) / millis(first["p50"])
+            mark = "meets" if ratio <= 1.2 else "misses"
+            line = f"- {b}: cursor route, deepest page p50 = **{ratio:.2f}×** its first page (target ≤ 1.2×, {mark} it)"
+            if off_first and off_last and millis(off_first["p50"]) and millis(off_last["p50"]):
+                line += f"; the offset route's deepest page is {millis(off_last['p50']) / millis(off_first['p50']):.1f}× its first"
+            ratios.append(line)
     print()
     print("Ratios within this run:")
     print()
