@@ -77,12 +77,9 @@ impl<T: 'static> FromRequest for JsonObject<T> {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let req = req.clone();
-        let mut payload = payload.take();
+        let raw = RawJson::<T>::from_request(req, payload);
         Box::pin(async move {
-            check_content_type(&req)?;
-            let bytes = read_body(&req, &mut payload).await?;
-            let value: Value = serde_json::from_slice(&bytes)
+            let value: Value = serde_json::from_slice(&raw.await?.bytes)
                 .map_err(|_| body_error("The request body must be valid JSON."))?;
             match value {
                 Value::Object(object) => Ok(JsonObject {
@@ -97,6 +94,50 @@ impl<T: 'static> FromRequest for JsonObject<T> {
 
 impl<T: ApiComponent> ApiComponent for JsonObject<T> {
     fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
+        RawJson::<T>::child_schemas(v)
+    }
+    fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
+        RawJson::<T>::raw_schema(v)
+    }
+    fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
+        RawJson::<T>::schema(v)
+    }
+    fn request_body(v: OpenApiVersion, description: Option<String>) -> Option<RequestBody> {
+        RawJson::<T>::request_body(v, description)
+    }
+}
+
+/// The raw request body, within the size cap and with a JSON (or absent) content type; the
+/// domain crate parses it so the token checks come before body validation. `T` documents it;
+/// `REQUIRED = false` documents a body that may be left out (read as `{}`).
+pub struct RawJson<T, const REQUIRED: bool = true> {
+    pub bytes: web::Bytes,
+    _doc: PhantomData<T>,
+}
+
+impl<T: 'static, const REQUIRED: bool> FromRequest for RawJson<T, REQUIRED> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        let mut payload = payload.take();
+        Box::pin(async move {
+            check_content_type(&req)?;
+            let bytes = read_body(&req, &mut payload).await?;
+            Ok(RawJson {
+                bytes,
+                _doc: PhantomData,
+            })
+        })
+    }
+}
+
+impl<T: ApiComponent, const REQUIRED: bool> ApiComponent for RawJson<T, REQUIRED> {
+    fn required() -> bool {
+        REQUIRED
+    }
+    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
         T::child_schemas(v)
     }
     fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
@@ -106,7 +147,10 @@ impl<T: ApiComponent> ApiComponent for JsonObject<T> {
         T::schema(v)
     }
     fn request_body(v: OpenApiVersion, description: Option<String>) -> Option<RequestBody> {
-        <web::Json<T> as ApiComponent>::request_body(v, description)
+        <web::Json<T> as ApiComponent>::request_body(v, description).map(|mut body| {
+            body.required = Some(REQUIRED);
+            body
+        })
     }
 }
 

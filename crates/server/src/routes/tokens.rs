@@ -4,13 +4,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::future::{Future, Ready, ready};
+use std::future::{Ready, ready};
 use std::marker::PhantomData;
-use std::pin::Pin;
 
 use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
-use actix_web::web::{self, Data, Json, Path};
+use actix_web::web::{Data, Json, Path};
 use actix_web::{FromRequest, HttpRequest, HttpResponse, ResponseError};
 use apistos::actix::{CreatedJson, NoContent};
 use apistos::paths::{MediaType, Parameter, RequestBody, Response};
@@ -29,7 +28,7 @@ use apistos::schemars;
 
 use crate::db::Db;
 use crate::error::{ApiError, problem_response, problem_schema};
-use crate::extract::{HeaderDoc, RawHeader};
+use crate::extract::{HeaderDoc, RawHeader, RawJson};
 
 // ---------------------------------------------------------------------------------------------
 // DTOs
@@ -376,53 +375,6 @@ where
 
 // ---------------------------------------------------------------------------------------------
 // Extractors
-
-/// The raw request body, within the size cap and with a JSON (or absent) content type; the
-/// domain crate parses it so the token checks come before body validation. `T` documents it;
-/// `REQUIRED = false` documents a body that may be left out (read as `{}`).
-pub struct RawJson<T, const REQUIRED: bool = true> {
-    bytes: web::Bytes,
-    _doc: PhantomData<T>,
-}
-
-impl<T: 'static, const REQUIRED: bool> FromRequest for RawJson<T, REQUIRED> {
-    type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
-
-    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let req = req.clone();
-        let mut payload = payload.take();
-        Box::pin(async move {
-            crate::extract::check_content_type(&req)?;
-            let bytes = crate::extract::read_body(&req, &mut payload).await?;
-            Ok(RawJson {
-                bytes,
-                _doc: PhantomData,
-            })
-        })
-    }
-}
-
-impl<T: ApiComponent, const REQUIRED: bool> ApiComponent for RawJson<T, REQUIRED> {
-    fn required() -> bool {
-        REQUIRED
-    }
-    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        T::child_schemas(v)
-    }
-    fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
-        T::raw_schema(v)
-    }
-    fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        T::schema(v)
-    }
-    fn request_body(v: OpenApiVersion, description: Option<String>) -> Option<RequestBody> {
-        <web::Json<T> as ApiComponent>::request_body(v, description).map(|mut body| {
-            body.required = Some(REQUIRED);
-            body
-        })
-    }
-}
 
 pub const USER_ID_HEADER: &str = "X-User-Id";
 
