@@ -1,13 +1,15 @@
 #![doc = include_str!("../README.md")]
 
 pub mod check;
+pub mod combiner;
 mod error;
 pub mod fold;
 mod model;
 pub mod repo;
-mod schema;
+pub mod schema;
 pub mod service;
 
+pub use combiner::Appender;
 pub use error::Error;
 pub use fold::{apply, decide, replay};
 pub use model::{
@@ -15,4 +17,4 @@ pub use model::{
     EVENTS_LIMIT_MAX, Event, EventType, Fact, IDEMPOTENCY_KEY_MAX, IdempotencyKey, OWNER_MAX,
     OpenAccount, is_valid_account_id,
 };
-pub use service::{EventsPage, Recorded};
+pub use service::{Append, EventsPage, Recorded};

@@ -2,6 +2,8 @@
 //! contention, so the event insert and the projection update happen both or neither and a
 //! client never sees a failure caused only by concurrency.
 
+use std::borrow::Borrow;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use diesel::Connection;
@@ -66,28 +68,19 @@ pub fn is_transient(e: &diesel::result::Error) -> bool {
 }
 
 /// Runs `attempt` until it succeeds, fails for a reason other than contention, or
-/// [`MAX_ATTEMPTS`] is reached (then [`Error::Busy`], a 503).
-fn with_retries(
-    conn: &mut DbConnection,
-    mut attempt: impl FnMut(&mut DbConnection) -> Result<Recorded, TxError>,
-) -> Result<Recorded, Error> {
+/// [`MAX_ATTEMPTS`] is reached (then [`Error::Busy`], a 503). A `Replay` ends it too; the
+/// caller turns it into its answer.
+fn with_retries<T>(mut attempt: impl FnMut() -> Result<T, TxError>) -> Result<T, TxError> {
     let mut last = String::new();
     for n in 0..MAX_ATTEMPTS {
-        match attempt(conn) {
-            Ok(r) => return Ok(r),
-            Err(TxError::Replay(event)) => {
-                return Ok(Recorded {
-                    event: *event,
-                    replayed: true,
-                });
-            }
+        match attempt() {
             Err(TxError::Fail(Error::Storage(e))) if is_transient(&e) => last = e.to_string(),
             Err(TxError::KeyRace(e)) => last = e.to_string(),
-            Err(TxError::Fail(e)) => return Err(e),
+            done => return done,
         }
         backoff(n);
     }
-    Err(Error::Busy { last })
+    Err(TxError::Fail(Error::Busy { last }))
 }
 
 /// Exponential backoff with jitter, 1 ms doubling up to 64 ms.
@@ -135,7 +128,7 @@ pub fn open_account(
     key: Option<&IdempotencyKey>,
 ) -> Result<Recorded, Error> {
     let id = input.account_id.as_str();
-    with_retries(conn, |conn| {
+    let outcome = with_retries(|| {
         if let Some(key) = key
             && let Some(event) = earlier(conn, key)?
         {
@@ -158,9 +151,18 @@ pub fn open_account(
             repo::insert_account(c, id, &state)?;
             let mut payload = serde_json::Map::new();
             payload.insert("owner".into(), input.owner.clone().into());
-            let event = repo::insert_event(c, id, EventType::AccountOpened, &payload, 1, &now)?;
+            let event = repo::insert_event(
+                c,
+                &repo::NewEvent {
+                    aggregate_id: id,
+                    event_type: EventType::AccountOpened,
+                    payload: &payload,
+                    sequence: 1,
+                },
+                &now,
+            )?;
             if let Some(key) = key {
-                repo::insert_key(c, &key.key, &key.fingerprint, id, 1, &now).map_err(key_error)?;
+                repo::insert_keys(c, &[new_key(key, id, 1)], &now).map_err(key_error)?;
             }
             Ok(Recorded {
                 event,
@@ -178,67 +180,236 @@ pub fn open_account(
             },
             other => other,
         }
-    })
+    });
+    finish(outcome)
 }
 
-/// Appends one event to an account, in one transaction whose first statement bumps the
-/// projection's counter (the write lock on SQLite, the row lock on PostgreSQL). The command is
-/// then checked against the state under that lock; the event and the folded projection are
-/// written together, or nothing is (any `Err` rolls back, the bump included).
+/// One command of a batch: append `command` to `account_id`, optionally under an idempotency
+/// key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Append {
+    pub account_id: String,
+    pub command: AppendEvent,
+    pub key: Option<IdempotencyKey>,
+}
+
+/// Appends one event to an account: [`append_batch`] with a batch of one.
 pub fn append(
     conn: &mut DbConnection,
     account_id: &str,
     command: &AppendEvent,
     key: Option<&IdempotencyKey>,
 ) -> Result<Recorded, Error> {
-    let not_found = || Error::AccountNotFound {
-        id: account_id.to_owned(),
+    let job = Append {
+        account_id: account_id.to_owned(),
+        command: command.clone(),
+        key: key.cloned(),
     };
-    if !is_valid_account_id(account_id) {
-        return Err(not_found());
+    let mut outcomes = append_batch(conn, &[job]);
+    outcomes
+        .pop()
+        .unwrap_or_else(|| unreachable!("one outcome per command"))
+}
+
+/// Appends several commands in one transaction, in the order given; returns one outcome per
+/// command, in that order. Each command is checked against the state the commands before it
+/// left (so two withdrawals in one batch cannot both spend the same money), and one refused
+/// command (404, 409, 422) writes nothing and does not affect the others. Everything accepted
+/// commits together: one lock round, one multi-row insert, one projection write per account,
+/// one commit — which is what lets many concurrent appends share one disk flush.
+///
+/// If the batch fails for a reason that is not contention (a storage error), each command is
+/// retried on its own so that one bad command cannot fail its neighbours.
+pub fn append_batch<A: Borrow<Append>>(
+    conn: &mut DbConnection,
+    batch: &[A],
+) -> Vec<Result<Recorded, Error>> {
+    match with_retries(|| conn.transaction(|c| attempt_batch(c, batch))) {
+        Ok(outcomes) => outcomes,
+        Err(TxError::Fail(Error::Busy { last })) => batch
+            .iter()
+            .map(|_| Err(Error::Busy { last: last.clone() }))
+            .collect(),
+        Err(e) if batch.len() == 1 => vec![finish(Err(e))],
+        Err(_) => batch
+            .iter()
+            .flat_map(|one| append_batch(conn, std::slice::from_ref(one)))
+            .collect(),
     }
-    with_retries(conn, |conn| {
-        conn.transaction::<_, TxError, _>(|c| {
-            let current = repo::bump_sequence(c, account_id)?.ok_or_else(not_found)?;
-            let sequence = current.last_sequence;
-            let state = AccountState {
-                last_sequence: sequence - 1,
-                ..current
-            };
-            if let Some(key) = key
-                && let Some(event) = earlier(c, key)?
-            {
-                return Err(TxError::Replay(Box::new(event)));
+}
+
+/// What a command of a batch comes to, before the batch's rows are written.
+enum Plan {
+    /// The `n`th new event of the batch.
+    New(usize),
+    /// Same key and request as the `n`th new event of this batch: the same answer.
+    ReplayNew(usize),
+    /// Same key and request as a stored event.
+    ReplayStored(Box<Event>),
+    Refused(Error),
+}
+
+fn attempt_batch<A: Borrow<Append>>(
+    c: &mut DbConnection,
+    batch: &[A],
+) -> Result<Vec<Result<Recorded, Error>>, TxError> {
+    let jobs: Vec<&Append> = batch.iter().map(Borrow::borrow).collect();
+    let mut ids: Vec<&str> = jobs
+        .iter()
+        .map(|j| j.account_id.as_str())
+        .filter(|id| is_valid_account_id(id))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut states = repo::lock_accounts(c, &ids)?;
+    let keys: Vec<&str> = jobs
+        .iter()
+        .filter_map(|j| j.key.as_ref().map(|k| k.key.as_str()))
+        .collect();
+    let stored_keys = repo::find_keys(c, &keys)?;
+    let now = storage::timestamp::now_sql();
+
+    let mut new_events: Vec<repo::NewEvent> = Vec::with_capacity(jobs.len());
+    let mut new_keys: Vec<repo::NewKey> = Vec::new();
+    let mut plans: Vec<Plan> = Vec::with_capacity(jobs.len());
+    for job in &jobs {
+        let plan = match states.get_mut(&job.account_id) {
+            None => Plan::Refused(Error::AccountNotFound {
+                id: job.account_id.clone(),
+            }),
+            Some(state) => {
+                match plan_one(
+                    c,
+                    job,
+                    state,
+                    &stored_keys,
+                    &new_keys,
+                    &mut new_events,
+                    &now,
+                )? {
+                    Plan::New(n) => {
+                        if let Some(key) = &job.key {
+                            new_keys.push(new_key(key, &job.account_id, new_events[n].sequence));
+                        }
+                        Plan::New(n)
+                    }
+                    other => other,
+                }
             }
-            decide(account_id, &state, command)?;
-            let now = storage::timestamp::now_sql();
-            let event = repo::insert_event(
-                c,
-                account_id,
-                command.change.event_type(),
-                &command.payload,
-                sequence,
-                &now,
-            )?;
-            let next = apply(
-                state,
-                &Fact {
-                    sequence,
-                    occurred_at: now.clone(),
-                    change: command.change.clone(),
-                },
-            );
-            repo::save_projection(c, account_id, &next)?;
-            if let Some(key) = key {
-                repo::insert_key(c, &key.key, &key.fingerprint, account_id, sequence, &now)
-                    .map_err(key_error)?;
-            }
-            Ok(Recorded {
-                event,
+        };
+        plans.push(plan);
+    }
+
+    let stored = if new_events.is_empty() {
+        Vec::new()
+    } else {
+        repo::insert_events(c, &new_events, &now)?
+    };
+    let mut written: Vec<&str> = new_events.iter().map(|e| e.aggregate_id).collect();
+    written.sort_unstable();
+    written.dedup();
+    let folded: Vec<(&str, &AccountState)> = written.iter().map(|id| (*id, &states[*id])).collect();
+    repo::save_projections(c, &folded)?;
+    repo::insert_keys(c, &new_keys, &now).map_err(key_error)?;
+
+    Ok(plans
+        .into_iter()
+        .map(|plan| match plan {
+            Plan::New(n) => Ok(Recorded {
+                event: stored[n].clone(),
                 replayed: false,
-            })
+            }),
+            Plan::ReplayNew(n) => Ok(Recorded {
+                event: stored[n].clone(),
+                replayed: true,
+            }),
+            Plan::ReplayStored(event) => Ok(Recorded {
+                event: *event,
+                replayed: true,
+            }),
+            Plan::Refused(e) => Err(e),
         })
-    })
+        .collect())
+}
+
+/// Checks one command of a batch against its account's `state` (already folded over the
+/// batch's earlier commands) and, when accepted, folds it in and queues its event.
+fn plan_one<'a>(
+    c: &mut DbConnection,
+    job: &'a Append,
+    state: &mut AccountState,
+    stored_keys: &HashMap<String, repo::KeyRecord>,
+    batch_keys: &[repo::NewKey],
+    new_events: &mut Vec<repo::NewEvent<'a>>,
+    now: &str,
+) -> Result<Plan, TxError> {
+    if let Some(key) = &job.key {
+        if let Some(earlier) = batch_keys.iter().find(|k| k.key == key.key) {
+            if earlier.fingerprint != key.fingerprint {
+                return Ok(Plan::Refused(Error::IdempotencyKeyReused));
+            }
+            let n = new_events
+                .iter()
+                .position(|e| {
+                    e.aggregate_id == earlier.aggregate_id && e.sequence == earlier.sequence
+                })
+                .unwrap_or_else(|| unreachable!("a batch key names one of the batch's events"));
+            return Ok(Plan::ReplayNew(n));
+        }
+        if let Some((fingerprint, aggregate_id, sequence)) = stored_keys.get(&key.key) {
+            if *fingerprint != key.fingerprint {
+                return Ok(Plan::Refused(Error::IdempotencyKeyReused));
+            }
+            let event =
+                repo::get_event(c, aggregate_id, *sequence)?.ok_or_else(|| Error::Corrupt {
+                    aggregate_id: aggregate_id.clone(),
+                    sequence: *sequence,
+                    reason: "the event of an idempotency key is missing".into(),
+                })?;
+            return Ok(Plan::ReplayStored(Box::new(event)));
+        }
+    }
+    if let Err(e) = decide(&job.account_id, state, &job.command) {
+        return Ok(Plan::Refused(e));
+    }
+    let sequence = state.last_sequence + 1;
+    *state = apply(
+        std::mem::take(state),
+        &Fact {
+            sequence,
+            occurred_at: now.to_owned(),
+            change: job.command.change.clone(),
+        },
+    );
+    new_events.push(repo::NewEvent {
+        aggregate_id: &job.account_id,
+        event_type: job.command.change.event_type(),
+        payload: &job.command.payload,
+        sequence,
+    });
+    Ok(Plan::New(new_events.len() - 1))
+}
+
+fn new_key<'a>(key: &'a IdempotencyKey, aggregate_id: &'a str, sequence: i64) -> repo::NewKey<'a> {
+    repo::NewKey {
+        key: &key.key,
+        fingerprint: &key.fingerprint,
+        aggregate_id,
+        sequence,
+    }
+}
+
+/// The answer of a single-command write: a replay is the earlier event.
+fn finish(outcome: Result<Recorded, TxError>) -> Result<Recorded, Error> {
+    match outcome {
+        Ok(r) => Ok(r),
+        Err(TxError::Replay(event)) => Ok(Recorded {
+            event: *event,
+            replayed: true,
+        }),
+        Err(TxError::Fail(e)) => Err(e),
+        Err(TxError::KeyRace(e)) => Err(Error::Storage(e)),
+    }
 }
 
 /// The projection of one account (an id of the wrong form cannot exist: not found).

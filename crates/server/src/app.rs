@@ -87,6 +87,7 @@ impl Application {
         let port = listener.local_addr()?.port();
         let doc = Arc::new(openapi::generate().await);
         let shared = Shared {
+            appender: Data::new(ledger::Appender::new(db.pool().clone())),
             db: Data::new(db),
             info: Data::new(AppInfo {
                 service_name: settings.service_name.clone(),
@@ -139,6 +140,8 @@ impl Application {
 #[derive(Clone)]
 struct Shared {
     db: Data<Db>,
+    /// Group commit for ledger appends: one per process, shared by every worker.
+    appender: Data<ledger::Appender>,
     info: Data<AppInfo>,
     problem_base: Data<ProblemBase>,
     route_table: Data<RouteTable>,
@@ -189,6 +192,7 @@ impl Shared {
         let mut app = actix_web::App::new()
             .document(openapi::spec())
             .app_data(self.db)
+            .app_data(self.appender)
             .app_data(self.info)
             .app_data(self.v1_policy)
             .app_data(self.webhooks)

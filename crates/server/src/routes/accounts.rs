@@ -9,7 +9,9 @@ use apistos::reference_or::ReferenceOr;
 use apistos::web::{ServiceConfig, get, post, resource};
 use apistos::{ApiComponent, ApistosSchema, OpenApiVersion, api_operation};
 use ledger::service::{self, EventsPage};
-use ledger::{Account, AppendEvent, Event, IdempotencyKey, OpenAccount, Recorded};
+use ledger::{
+    Account, Append, AppendEvent, Appender, Event, IdempotencyKey, OpenAccount, Recorded,
+};
 use pagination::Page;
 use problem_details::Problem;
 use schemars::JsonSchema;
@@ -309,17 +311,20 @@ pub async fn get_one(db: Data<Db>, path: Path<AccountPath>) -> Result<Json<Accou
     error_code = 503
 )]
 pub async fn append(
-    db: Data<Db>,
+    appender: Data<Appender>,
     path: Path<AccountPath>,
     key: IdempotencyKeyHeader,
     body: JsonObject<AppendEventBody>,
 ) -> Result<CreatedEvent, ApiError> {
-    let id = path.into_inner().id;
+    let account_id = path.into_inner().id;
     let command = AppendEvent::from_json(&body)?;
-    let key = bind_key(&key, &format!("append_event:{id}"), &body)?;
-    let recorded = db
-        .run(move |c| service::append(c, &id, &command, key.as_ref()))
-        .await?;
+    let key = bind_key(&key, &format!("append_event:{account_id}"), &body)?;
+    let job = Append {
+        account_id,
+        command,
+        key,
+    };
+    let recorded = crate::db::blocking(move || appender.append(job)).await?;
     Ok(CreatedEvent {
         recorded,
         location: false,
