@@ -3,7 +3,7 @@
 mod error;
 mod model;
 pub mod repo;
-mod schema;
+pub mod schema;
 pub mod service;
 
 pub use error::Error;

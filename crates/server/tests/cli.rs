@@ -35,7 +35,7 @@ fn help_lists_the_subcommands() {
     let out = server().arg("--help").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for sub in ["serve", "migrate", "openapi"] {
+    for sub in ["serve", "migrate", "openapi", "migrate-data"] {
         assert!(text.contains(sub), "{sub} missing from --help");
     }
 }
@@ -123,5 +123,59 @@ fn migrate_creates_the_database_and_serve_stops_gracefully_on_sigterm() {
         }
         assert!(Instant::now() < deadline, "no graceful shutdown");
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn migrate_data_copies_into_an_empty_database_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = format!("sqlite://{}/source.db", dir.path().display());
+    let seeded = server()
+        .args(["seed-articles", "120"])
+        .env("DATABASE_URL", &from)
+        .output()
+        .unwrap();
+    assert!(seeded.status.success(), "{seeded:?}");
+    // PostgreSQL when the run has one, else another SQLite file: the command takes either.
+    let admin = std::env::var("TEST_POSTGRES_URL").ok();
+    let pg = storage::testing::TestDatabase::create(storage::Backend::Postgres, admin.as_deref())
+        .unwrap();
+    let to = pg.as_ref().map_or_else(
+        || format!("sqlite://{}/target.db", dir.path().display()),
+        |db| db.url.clone(),
+    );
+    let migrate_data = |from: &str| {
+        server()
+            .args(["migrate-data", "--from", from, "--to", &to])
+            .output()
+            .unwrap()
+    };
+
+    let out = migrate_data(&from);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let articles = stdout.lines().find(|l| l.starts_with("articles ")).unwrap();
+    assert!(
+        articles.contains(" 120 ") && articles.ends_with("ok"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("committed"), "{stdout}");
+
+    for (source, expected) in [
+        (from.clone(), "already holds data"),
+        (
+            format!("sqlite://{}/missing.db", dir.path().display()),
+            "does not exist",
+        ),
+    ] {
+        let out = migrate_data(&source);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(expected), "{err}");
     }
 }

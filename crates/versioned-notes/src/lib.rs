@@ -4,7 +4,7 @@ pub mod deprecation;
 mod error;
 mod model;
 pub mod repo;
-mod schema;
+pub mod schema;
 
 pub use deprecation::{DeprecationForm, caller};
 pub use error::Error;

@@ -1,0 +1,11 @@
+#![doc = include_str!("../README.md")]
+
+mod copy;
+mod error;
+mod tables;
+mod verify;
+
+pub use copy::{Progress, connect, migrate};
+pub use error::Error;
+pub use tables::{Checksum, tables};
+pub use verify::{Report, Side, TableReport, verify};
