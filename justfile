@@ -62,9 +62,18 @@ fuzz-webhook runs="200000":
 crash-test:
     bash scripts/crash-test.sh
 
+# Three servers over one throwaway PostgreSQL database, requests round-robin: ledger, tokens, articles, webhooks.
+scale-test *ARGS:
+    bash scripts/scale-test.sh {{ARGS}}
+
 # Ledger appends/s with wrk: 1 hot account and 100 accounts, 16 connections (arg: DATABASE_URL).
 bench-ledger *ARGS:
     bash scripts/bench-ledger.sh {{ARGS}}
+
+# Copy every table from FROM (sqlite://...) into the empty database TO (postgres://...) and
+# verify the copy; all or nothing.
+migrate-data FROM TO:
+    cargo run --release -p server -- migrate-data --from {{quote(FROM)}} --to {{quote(TO)}}
 
 # Exactly what CI runs.
 ci:

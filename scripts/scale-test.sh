@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Multi-instance test on PostgreSQL (issue 10 item 3): three servers on different ports over one
+# throwaway database, requests spread round-robin across them by scripts/scale_test.py (ledger
+# writers on one hot account, token revoke/verify across instances, cursor paging under
+# concurrent inserts, concurrent identical webhook deliveries), then `server ledger-check`.
+# Only correctness checks decide the exit status; the timings are printed in the summary.
+#
+# Usage: scripts/scale-test.sh [scale_test.py options, e.g. --writers 16 --phases ledger]
+#   SCALE_PROFILE=release|debug   which build to run (default release)
+#   SCALE_INSTANCES=3             how many servers
+#   SCALE_ADMIN_URL               where to CREATE/DROP the database (default $TEST_POSTGRES_URL,
+#                                 else postgres://postgres@127.0.0.1:5432/test)
+#   SCALE_WORKERS                 WORKERS of each server (default: the server's, one per core)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+profile="${SCALE_PROFILE:-release}"
+instances="${SCALE_INSTANCES:-3}"
+admin="${SCALE_ADMIN_URL:-${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}}"
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/notes-service-target}"
+if [ "$profile" = release ]; then
+  cargo build --quiet --release -p server --bin server --locked
+else
+  cargo build --quiet -p server --bin server --locked
+fi
+BIN="$CARGO_TARGET_DIR/$profile/server"
+
+work=$(mktemp -d)
+db="scale_$$"
+pids=()
+created=""
+
+cleanup() {
+  local status=$?
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ -n "$created" ]; then
+    psql -q "$admin" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" || true
+  fi
+  if [ "$status" -ne 0 ]; then
+    for log in "$work"/server-*.log; do
+      [ -s "$log" ] && { echo "--- last lines of $log"; tail -20 "$log"; }
+    done
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+psql -q "$admin" -c "CREATE DATABASE $db"
+created=1
+export DATABASE_URL="${admin%/*}/$db"
+export WEBHOOK_SECRET="whsec_scale_$$_$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+export RUST_LOG="${RUST_LOG:-warn}"
+if [ -n "${SCALE_WORKERS:-}" ]; then export WORKERS="$SCALE_WORKERS"; fi
+
+started=$(date +%s%N)
+"$BIN" migrate
+
+# Free ports, all held at once so that no two are the same.
+read -r -a ports <<<"$(python3 - "$instances" <<'PY'
+import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+)"
+
+bases=()
+for i in "${!ports[@]}"; do
+  BIND="127.0.0.1:${ports[$i]}" "$BIN" serve >"$work/server-$i.log" 2>&1 &
+  pids+=($!)
+  bases+=("http://127.0.0.1:${ports[$i]}")
+done
+for i in "${!bases[@]}"; do
+  for _ in $(seq 1 200); do
+    curl -sf "${bases[$i]}/health" >/dev/null 2>&1 && continue 2
+    kill -0 "${pids[$i]}" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "instance $i (${bases[$i]}) did not become healthy"
+  exit 1
+done
+echo "database $db, $instances instances ($profile build): ${bases[*]};" \
+  "migrate and start-up $(( ($(date +%s%N) - started) / 1000000 )) ms"
+
+python3 scripts/scale_test.py --bin "$BIN" "${bases[@]}" "$@"
+
+errors=$(cat "$work"/server-*.log | grep -c ' ERROR ' || true)
+if [ "$errors" -gt 0 ]; then
+  echo "the servers logged $errors ERROR lines:"
+  grep -h ' ERROR ' "$work"/server-*.log | head -20
+  exit 1
+fi
