@@ -1,7 +1,6 @@
 #![doc = include_str!("../README.md")]
 
 pub mod check;
-pub mod combiner;
 mod error;
 pub mod fold;
 mod model;
@@ -9,7 +8,6 @@ pub mod repo;
 pub mod schema;
 pub mod service;
 
-pub use combiner::Appender;
 pub use error::Error;
 pub use fold::{apply, decide, replay};
 pub use model::{
@@ -17,4 +15,4 @@ pub use model::{
     EVENTS_LIMIT_MAX, Event, EventType, Fact, IDEMPOTENCY_KEY_MAX, IdempotencyKey, OWNER_MAX,
     OpenAccount, is_valid_account_id,
 };
-pub use service::{Append, EventsPage, Recorded};
+pub use service::{Append, Appender, EventsPage, Recorded};

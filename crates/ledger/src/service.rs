@@ -184,6 +184,27 @@ pub fn open_account(
     finish(outcome)
 }
 
+/// Group commit for appends ([`storage::GroupCommit`] running [`append_batch`]): one per
+/// process, shared by every request. Appends to one account are serialized by its lock, so
+/// without it a hot account gets one disk flush per event.
+pub struct Appender(storage::GroupCommit<Append, Result<Recorded, Error>>);
+
+impl Appender {
+    pub fn new(pool: storage::Pool) -> Self {
+        Appender(storage::GroupCommit::new(
+            pool,
+            |conn, jobs| append_batch(conn, jobs),
+            |last| Err(Error::Busy { last }),
+        ))
+    }
+
+    /// Appends `job`, sharing a transaction with whatever other appends are waiting. Blocks
+    /// until the transaction holding it has committed (or the command was refused).
+    pub fn append(&self, job: Append) -> Result<Recorded, Error> {
+        self.0.submit(job)
+    }
+}
+
 /// One command of a batch: append `command` to `account_id`, optionally under an idempotency
 /// key.
 #[derive(Debug, Clone, PartialEq)]

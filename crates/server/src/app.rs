@@ -88,6 +88,7 @@ impl Application {
         let doc = Arc::new(openapi::generate().await);
         let shared = Shared {
             appender: Data::new(ledger::Appender::new(db.pool().clone())),
+            recorder: Data::new(webhooks::Recorder::new(db.pool().clone())),
             db: Data::new(db),
             info: Data::new(AppInfo {
                 service_name: settings.service_name.clone(),
@@ -140,8 +141,10 @@ impl Application {
 #[derive(Clone)]
 struct Shared {
     db: Data<Db>,
-    /// Group commit for ledger appends: one per process, shared by every worker.
+    /// Group commit for ledger appends and webhook deliveries: one each per process, shared by
+    /// every worker.
     appender: Data<ledger::Appender>,
+    recorder: Data<webhooks::Recorder>,
     info: Data<AppInfo>,
     problem_base: Data<ProblemBase>,
     route_table: Data<RouteTable>,
@@ -193,6 +196,7 @@ impl Shared {
             .document(openapi::spec())
             .app_data(self.db)
             .app_data(self.appender)
+            .app_data(self.recorder)
             .app_data(self.info)
             .app_data(self.v1_policy)
             .app_data(self.webhooks)

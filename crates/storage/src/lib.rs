@@ -1,12 +1,14 @@
 #![doc = include_str!("../README.md")]
 
 mod backend;
+pub mod group_commit;
 mod migrations;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod timestamp;
 
 pub use backend::{Backend, Database, DbConnection, Pool, PooledConn, StorageError};
+pub use group_commit::GroupCommit;
 pub use migrations::{
     MigrationError, applied_migrations, migration_names, revert_all_migrations, run_migrations,
 };

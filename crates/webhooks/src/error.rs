@@ -17,6 +17,9 @@ pub enum Error {
     Validation(Vec<FieldError>),
     #[error("storage failure")]
     Storage(#[from] diesel::result::Error),
+    /// No database connection could be had: 503 (the cause goes to the log only).
+    #[error("the database is unavailable: {cause}")]
+    Unavailable { cause: String },
 }
 
 impl ToProblem for Error {
@@ -26,6 +29,10 @@ impl ToProblem for Error {
             Error::InvalidBody { reason } => Problem::new(Slug::InvalidBody, *reason),
             Error::Validation(errors) => Problem::validation(errors.clone()),
             Error::Storage(_) => Problem::internal(),
+            Error::Unavailable { .. } => Problem::new(
+                Slug::ServiceUnavailable,
+                "The database is unavailable; retry shortly.",
+            ),
         }
     }
 }

@@ -1,5 +1,6 @@
-//! Storage of received webhook events. Plain functions over a connection; the caller decides
-//! about transactions (none is needed here: one insert, or one insert and one lookup).
+//! Storage of received webhook events: plain functions over a connection.
+
+use std::collections::{HashMap, HashSet};
 
 use diesel::prelude::*;
 use pagination::Page;
@@ -32,38 +33,113 @@ fn to_event((id, event_type, payload, delivered_at): Row) -> WebhookEvent {
 
 /// Stores a verified delivery, unless the same `(t, v1)` — and therefore, `v1` being an HMAC
 /// over `t` and the body, the same body — is already stored; then nothing is written and the
-/// original id is returned.
-///
-/// Race-free without a transaction: the unique index on `(signature_t, signature_v1)` lets
-/// exactly one of several concurrent identical inserts through; the others fail with a unique
-/// violation and read the winner's id. (No transaction is open, so on PostgreSQL the failed
-/// insert does not poison the lookup.)
+/// original id is returned. [`record_batch`] with a batch of one.
 pub fn record(conn: &mut DbConnection, delivery: &Delivery) -> Result<Recorded, Error> {
-    let inserted = diesel::insert_into(webhook_events::table)
-        .values((
-            webhook_events::event_type.eq(&delivery.event_type),
-            webhook_events::payload.eq(&delivery.payload),
-            webhook_events::delivered_at.eq(storage::timestamp::now_rfc3339()),
-            webhook_events::signature_t.eq(&delivery.signature_t),
-            webhook_events::signature_v1.eq(&delivery.signature_v1),
-        ))
-        .returning(webhook_events::id)
-        .get_result::<i64>(conn);
-    match inserted {
-        Ok(id) => Ok(Recorded {
-            id,
-            replayed: false,
-        }),
-        Err(e) if storage::is_unique_violation(&e) => {
-            let id = webhook_events::table
-                .filter(webhook_events::signature_t.eq(&delivery.signature_t))
-                .filter(webhook_events::signature_v1.eq(&delivery.signature_v1))
-                .select(webhook_events::id)
-                .first::<i64>(conn)?;
-            Ok(Recorded { id, replayed: true })
-        }
-        Err(e) => Err(e.into()),
+    let mut recorded = record_batch(conn, &[delivery])?;
+    recorded
+        .pop()
+        .ok_or(Error::Storage(diesel::result::Error::NotFound))
+}
+
+/// Stores several verified deliveries in one transaction and answers each, in order, as
+/// [`record`] would have one after another: a delivery whose `(t, v1)` is already stored, or
+/// appears earlier in the batch, is a replay of that one.
+///
+/// Race-free across connections and server instances: `INSERT … ON CONFLICT (signature_t,
+/// signature_v1) DO NOTHING` lets exactly one of several concurrent identical inserts through
+/// (on PostgreSQL the others wait for it to commit, then skip), and the skipped ones read the
+/// winner's id in the next statement, which sees every committed row.
+pub fn record_batch(
+    conn: &mut DbConnection,
+    deliveries: &[&Delivery],
+) -> Result<Vec<Recorded>, Error> {
+    conn.transaction(|c| {
+        let now = storage::timestamp::now_rfc3339();
+        let values: Vec<_> = deliveries
+            .iter()
+            .map(|d| {
+                (
+                    webhook_events::event_type.eq(&d.event_type),
+                    webhook_events::payload.eq(&d.payload),
+                    webhook_events::delivered_at.eq(&now),
+                    webhook_events::signature_t.eq(&d.signature_t),
+                    webhook_events::signature_v1.eq(&d.signature_v1),
+                )
+            })
+            .collect();
+        let inserted: Vec<(i64, String, String)> =
+            storage::with_backend!(c, |c| diesel::insert_into(webhook_events::table)
+                .values(&values)
+                .on_conflict((webhook_events::signature_t, webhook_events::signature_v1))
+                .do_nothing()
+                .returning((
+                    webhook_events::id,
+                    webhook_events::signature_t,
+                    webhook_events::signature_v1
+                ))
+                .get_results(c))?;
+        let inserted: HashMap<Signature, i64> = inserted
+            .into_iter()
+            .map(|(id, t, v1)| ((t, v1), id))
+            .collect();
+        let skipped: Vec<Signature> = deliveries
+            .iter()
+            .map(|d| signature(d))
+            .filter(|sig| !inserted.contains_key(sig))
+            .collect();
+        let stored = stored_ids(c, &skipped)?;
+        let mut answered: HashSet<Signature> = HashSet::with_capacity(deliveries.len());
+        deliveries
+            .iter()
+            .map(|d| {
+                let sig = signature(d);
+                if let Some(&id) = inserted.get(&sig) {
+                    // The batch's first delivery with this signature is the stored one.
+                    let replayed = !answered.insert(sig);
+                    return Ok(Recorded { id, replayed });
+                }
+                let id = stored
+                    .get(&sig)
+                    .copied()
+                    .ok_or(Error::Storage(diesel::result::Error::NotFound))?;
+                Ok(Recorded { id, replayed: true })
+            })
+            .collect()
+    })
+}
+
+/// `(t, v1)` of a delivery: what identifies an exact replay.
+type Signature = (String, String);
+
+fn signature(d: &Delivery) -> Signature {
+    (d.signature_t.clone(), d.signature_v1.clone())
+}
+
+/// The ids of the stored events with these signatures.
+fn stored_ids(
+    conn: &mut DbConnection,
+    signatures: &[Signature],
+) -> Result<HashMap<Signature, i64>, Error> {
+    if signatures.is_empty() {
+        return Ok(HashMap::new());
     }
+    // Both columns, so the lookup walks the unique (t, v1) index.
+    let ts: Vec<&str> = signatures.iter().map(|(t, _)| t.as_str()).collect();
+    let v1s: Vec<&str> = signatures.iter().map(|(_, v1)| v1.as_str()).collect();
+    let rows: Vec<(i64, String, String)> = webhook_events::table
+        .filter(webhook_events::signature_t.eq_any(&ts))
+        .filter(webhook_events::signature_v1.eq_any(&v1s))
+        .select((
+            webhook_events::id,
+            webhook_events::signature_t,
+            webhook_events::signature_v1,
+        ))
+        .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, t, v1)| ((t, v1), id))
+        .filter(|(sig, _)| signatures.contains(sig))
+        .collect())
 }
 
 /// One page of events, newest first (id descending), and the total count.

@@ -127,3 +127,63 @@ fn concurrent_identical_deliveries_store_one_row() {
         assert_eq!(repo::count(&mut db.pool.get().unwrap()).unwrap(), 1);
     }
 }
+
+#[test]
+fn a_batch_answers_each_delivery_as_if_recorded_one_after_another() {
+    for db in databases() {
+        let mut conn = db.pool.get().unwrap();
+        let old = repo::record(&mut conn, &delivery(r#"{"event_type":"old"}"#)).unwrap();
+        let (a, b) = (
+            delivery(r#"{"event_type":"a"}"#),
+            delivery(r#"{"event_type":"b"}"#),
+        );
+        let old_again = delivery(r#"{"event_type":"old"}"#);
+        let out = repo::record_batch(&mut conn, &[&a, &old_again, &b, &a, &old_again]).unwrap();
+        assert_eq!(out.len(), 5);
+        assert!(!out[0].replayed && !out[2].replayed);
+        assert!(out[0].id > old.id && out[2].id > old.id && out[0].id != out[2].id);
+        assert_eq!((out[1].id, out[1].replayed), (old.id, true));
+        assert_eq!((out[3].id, out[3].replayed), (out[0].id, true));
+        assert_eq!((out[4].id, out[4].replayed), (old.id, true));
+        assert_eq!(repo::count(&mut conn).unwrap(), 3);
+    }
+}
+
+/// 12 threads × 20 deliveries through one [`webhooks::Recorder`], every delivery sent by two
+/// threads at once: 120 rows, each pair answered with one id, exactly one of them not a replay.
+#[test]
+fn the_recorder_stores_each_delivery_once_under_many_threads() {
+    for db in databases() {
+        let recorder = Arc::new(webhooks::Recorder::new(db.pool.clone()));
+        let barrier = Arc::new(Barrier::new(12));
+        let handles: Vec<_> = (0..12)
+            .map(|t| {
+                let (recorder, barrier) = (recorder.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    (0..20)
+                        .map(|i| {
+                            let body = format!(r#"{{"event_type":"e","n":{},"i":{i}}}"#, t / 2);
+                            (
+                                format!("{}-{i}", t / 2),
+                                recorder.record(delivery(&body)).unwrap(),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut by_body: std::collections::HashMap<String, Vec<webhooks::Recorded>> =
+            Default::default();
+        for (body, recorded) in handles.into_iter().flat_map(|h| h.join().unwrap()) {
+            by_body.entry(body).or_default().push(recorded);
+        }
+        assert_eq!(by_body.len(), 120);
+        for pair in by_body.values() {
+            assert_eq!(pair.len(), 2);
+            assert_eq!(pair[0].id, pair[1].id);
+            assert_eq!(pair.iter().filter(|r| !r.replayed).count(), 1);
+        }
+        assert_eq!(repo::count(&mut db.pool.get().unwrap()).unwrap(), 120);
+    }
+}

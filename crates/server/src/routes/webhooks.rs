@@ -21,7 +21,7 @@ use problem_details::Problem;
 use schemars::JsonSchema;
 use serde::Serialize;
 use webhook_verify::{HEADER_NAME, Verifier};
-use webhooks::{Delivery, Intake, WebhookEvent, repo};
+use webhooks::{Delivery, Intake, Recorder, WebhookEvent, repo};
 
 use apistos::schemars;
 
@@ -213,14 +213,15 @@ crate::list_dto!(WebhookEventList, WebhookEventDto);
     error_code = 400,
     error_code = 401,
     error_code = 413,
-    error_code = 422
+    error_code = 422,
+    error_code = 503
 )]
 pub async fn receive(
-    db: Data<Db>,
+    recorder: Data<Recorder>,
     delivery: VerifiedDelivery,
 ) -> Result<AcceptedJson<WebhookReceipt>, ApiError> {
     let VerifiedDelivery(delivery) = delivery;
-    let recorded = db.run(move |c| repo::record(c, &delivery)).await?;
+    let recorded = crate::db::blocking(move || recorder.record(delivery)).await?;
     Ok(AcceptedJson(WebhookReceipt {
         id: recorded.id,
         status: ReceiptStatus::Accepted,

@@ -1,0 +1,34 @@
+//! Group commit for deliveries: concurrent requests share one transaction
+//! ([`storage::GroupCommit`] running [`repo::record_batch`]), so a burst of deliveries pays one
+//! commit (one write-lock hand-over on SQLite, one disk flush on PostgreSQL) instead of one
+//! each. Every request is still answered only after the commit that stores its delivery.
+
+use storage::{DbConnection, GroupCommit, Pool};
+
+use crate::{Delivery, Error, Recorded, repo};
+
+/// One per process, shared by every request.
+pub struct Recorder(GroupCommit<Delivery, Result<Recorded, Error>>);
+
+impl Recorder {
+    pub fn new(pool: Pool) -> Self {
+        Recorder(GroupCommit::new(pool, record_all, |cause| {
+            Err(Error::Unavailable { cause })
+        }))
+    }
+
+    /// Stores `delivery` (or finds the original of an exact replay), sharing a transaction
+    /// with whatever other deliveries are waiting. Blocks until that transaction committed.
+    pub fn record(&self, delivery: Delivery) -> Result<Recorded, Error> {
+        self.0.submit(delivery)
+    }
+}
+
+fn record_all(conn: &mut DbConnection, deliveries: &[&Delivery]) -> Vec<Result<Recorded, Error>> {
+    match repo::record_batch(conn, deliveries) {
+        Ok(recorded) => recorded.into_iter().map(Ok).collect(),
+        Err(e) if deliveries.len() == 1 => vec![Err(e)],
+        // One delivery the database refuses must not fail its neighbours: each on its own.
+        Err(_) => deliveries.iter().map(|d| repo::record(conn, d)).collect(),
+    }
+}
