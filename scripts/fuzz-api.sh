@@ -30,7 +30,22 @@ if [ "$database_url" = "postgres" ]; then
   psql -q "$admin" -c "CREATE DATABASE $pg_db"
   database_url="${admin%/*}/$pg_db"
 fi
+# Credentials for the two protected routes, read by the [auth.openapi.*] blocks of
+# schemathesis.toml, so that /machine/health and /examples/protected are tested past their 401.
+FUZZ_API_KEY="fuzz-key-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+jwt_secret="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
+FUZZ_JWT=$(python3 - "$jwt_secret" <<'PY'
+import base64, hashlib, hmac, json, sys, time
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+body = b64(json.dumps({"sub": "schemathesis", "exp": int(time.time()) + 86400}).encode())
+mac = hmac.new(sys.argv[1].encode(), f"{head}.{body}".encode(), hashlib.sha256).digest()
+print(f"{head}.{body}.{b64(mac)}")
+PY
+)
+export FUZZ_API_KEY FUZZ_JWT
 DATABASE_URL="$database_url" BIND="127.0.0.1:$port" RUST_LOG=warn \
+  API_KEYS="$FUZZ_API_KEY" JWT_SECRET="$jwt_secret" \
   "$BIN" > "$work/server.log" 2>&1 &
 pid=$!
 cleanup() {
