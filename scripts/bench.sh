@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `just bench`: release build, seed 10,000 notes, load-test the main routes with wrk on SQLite and
 # PostgreSQL, measure the bare actix-web + Diesel ceiling in the same run, and write
-# docs/PERFORMANCE.md. Installs wrk from the Debian packages when it is missing.
+# docs/PERFORMANCE.md. Installs wrk from the Debian packages when it is missing. Ends with
+# scripts/bench-mcp.sh (the MCP gateway's added latency), written as its own section.
 # BENCH_DURATION (seconds per run, default 10), BENCH_CONNECTIONS (default 16),
 # BENCH_PG_URL (admin URL, default postgres://postgres@127.0.0.1:5432/test; empty skips PostgreSQL).
 set -euo pipefail
@@ -139,6 +140,12 @@ if [ -n "$PG_ADMIN" ] && pg_isready -h 127.0.0.1 -q 2>/dev/null; then
   bench_backend postgres "$pg_url" "$pg_url"
   psql -q "$PG_ADMIN" -c "DROP DATABASE $db WITH (FORCE)"
 fi
+
+# Issue 8: latency the MCP gateway adds (tools/call get_note vs GET /notes/{id}), same run;
+# report.py appends its section. A failure here leaves the section out, not the wrk results.
+echo "== MCP gateway"
+MCP_BENCH_OUT="$results/mcp.md" bash scripts/bench-mcp.sh ||
+  echo "scripts/bench-mcp.sh failed: no MCP section in docs/PERFORMANCE.md" >&2
 
 cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 python3 - "$results" <<PY

@@ -21,11 +21,25 @@ mcp_install() {
   fi
 }
 
+# Builds the service and the gateway (debug, or `mcp_build release`) and sets SERVER_BIN and
+# GATEWAY_BIN (absolute paths) unless they are set already. Both workspaces build into
+# CARGO_TARGET_DIR when it is set (CI: ~/.cache/notes-service-target; a relative one, like the
+# justfile's `target`, is taken from the repository root), else into their own default dirs.
 mcp_build() {
-  (cd "$ROOT" && cargo build --quiet -p server --bin server)
-  (cd "$ROOT" && cargo build --quiet --manifest-path crates/tool-gateway/Cargo.toml)
-  SERVER_BIN="${SERVER_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/debug/server}"
-  GATEWAY_BIN="${GATEWAY_BIN:-${CARGO_TARGET_DIR:-$ROOT/crates/tool-gateway/target}/debug/tool-gateway}"
+  local profile="${1:-debug}" flag=()
+  [[ "$profile" == release ]] && flag=(--release)
+  (cd "$ROOT" && cargo build --quiet "${flag[@]}" -p server --bin server)
+  (cd "$ROOT" && cargo build --quiet "${flag[@]}" --manifest-path crates/tool-gateway/Cargo.toml)
+  local server_dir="$ROOT/target" gateway_dir="$ROOT/crates/tool-gateway/target"
+  if [[ -n "${CARGO_TARGET_DIR:-}" ]]; then
+    case "$CARGO_TARGET_DIR" in
+      /*) server_dir="$CARGO_TARGET_DIR" ;;
+      *) server_dir="$ROOT/$CARGO_TARGET_DIR" ;;
+    esac
+    gateway_dir="$server_dir"
+  fi
+  SERVER_BIN="${SERVER_BIN:-$server_dir/$profile/server}"
+  GATEWAY_BIN="${GATEWAY_BIN:-$gateway_dir/$profile/tool-gateway}"
 }
 
 mcp_free_port() {

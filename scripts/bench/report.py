@@ -80,6 +80,11 @@ def main():
     if errors:
         print()
         print("Non-2xx answers during the runs: " + ", ".join(errors))
+    # scripts/bench-mcp.sh writes its own markdown section (MCP gateway vs direct API).
+    mcp = results_dir / "mcp.md"
+    if mcp.exists():
+        print()
+        print(mcp.read_text().rstrip("\n"))
 
 
 main()

@@ -56,7 +56,11 @@ fn main() -> anyhow::Result<()> {
         bearer,
     })?;
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // One thread. The gateway serves the MCP client next to it, and a call is mostly waiting on
+    // sockets; on the multi-thread runtime each call bounced between the worker threads (futex
+    // and eventfd wake-ups), which cost latency, at the tail most of all on a busy machine.
+    // See "Latency" in docs/mcp.md.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async move {
