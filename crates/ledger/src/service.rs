@@ -198,10 +198,15 @@ impl Appender {
         ))
     }
 
-    /// Appends `job`, sharing a transaction with whatever other appends are waiting. Blocks
-    /// until the transaction holding it has committed (or the command was refused).
-    pub fn append(&self, job: Append) -> Result<Recorded, Error> {
-        self.0.submit(job)
+    /// Appends `job` in the next shared transaction; resolves once it has committed (or the
+    /// command was refused).
+    pub async fn append(&self, job: Append) -> Result<Recorded, Error> {
+        self.0.submit(job).await
+    }
+
+    /// [`Appender::append`] for a plain thread.
+    pub fn append_blocking(&self, job: Append) -> Result<Recorded, Error> {
+        self.0.submit_blocking(job)
     }
 }
 

@@ -168,7 +168,7 @@ fn the_combiner_stays_gapless_under_many_threads() {
                     (0..50)
                         .map(|_| {
                             let change = if t % 2 == 0 { deposit(3) } else { withdraw(5) };
-                            appender.append(job("hot", change, None))
+                            appender.append_blocking(job("hot", change, None))
                         })
                         .collect::<Vec<_>>()
                 })

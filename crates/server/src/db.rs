@@ -61,21 +61,6 @@ impl Db {
     }
 }
 
-/// Runs `f` on the blocking pool without a connection (for domain code that manages its own,
-/// like the ledger's group commit).
-pub async fn blocking<T, E, F>(f: F) -> Result<T, ApiError>
-where
-    F: FnOnce() -> Result<T, E> + Send + 'static,
-    T: Send + 'static,
-    E: Send + 'static,
-    ApiError: From<E>,
-{
-    web::block(f)
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::from)
-}
-
 fn unavailable(cause: r2d2::Error) -> ApiError {
     let mut err = ApiError::internal(cause);
     *err.problem = Problem::new(

@@ -1,18 +1,22 @@
 //! Group commit: concurrent callers share transactions. Every durable commit waits for a disk
 //! flush (PostgreSQL) or for the single write lock (SQLite), so one transaction per request caps
-//! a write path at one flush or one lock hand-over per request. A [`GroupCommit`] queues each
-//! caller's job instead: the first caller to arrive leads, runs whatever is queued by then as one
-//! batch (the `run` function given to [`GroupCommit::new`], one transaction for all of it),
-//! answers everyone in it, and hands the lead to the next waiting caller. A lone caller runs at
+//! a write path at one flush or one lock hand-over per request. A [`GroupCommit`] owns one writer
+//! thread instead: callers queue jobs; the writer takes everything queued, runs it as one batch
+//! (the `run` function given to [`GroupCommit::new`], one transaction for all of it), answers
+//! each caller, and takes the next lot, which queued while the batch ran. A lone job runs at
 //! once, alone; under load batches grow by themselves to the number of callers waiting. Each
 //! caller still gets its answer only after the commit that holds its work.
 //!
-//! Framework-free: callers block on it (the server calls it from its blocking pool). Waiting
-//! callers hold no connection; only the leader takes one from the pool.
+//! Callers wait without holding a thread or a connection: [`GroupCommit::submit`] is a future
+//! (runtime-agnostic; the server awaits it on its async workers), and only the writer takes a
+//! connection from the pool, one per batch. [`GroupCommit::submit_blocking`] is for plain
+//! threads (tests, tools).
 
-use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::mpsc;
+use std::thread;
+
+use tokio::sync::oneshot;
 
 use crate::{DbConnection, Pool};
 
@@ -24,128 +28,99 @@ pub const MAX_BATCH: usize = 256;
 pub type RunBatch<J, R> = fn(&mut DbConnection, &[&J]) -> Vec<R>;
 
 pub struct GroupCommit<J, R> {
-    pool: Pool,
-    run: RunBatch<J, R>,
-    /// The answer when there is no connection, or the batch panicked.
+    jobs: mpsc::Sender<(J, oneshot::Sender<R>)>,
+    /// The answer when there is no connection, the batch panicked, or the writer is gone.
     failed: fn(String) -> R,
-    queue: Mutex<Queue<J, R>>,
 }
 
-struct Queue<J, R> {
-    waiting: VecDeque<Arc<Slot<J, R>>>,
-    /// A caller is leading: it will take the waiting ones, or hand the lead to one of them.
-    leading: bool,
-}
-
-struct Slot<J, R> {
-    job: J,
-    state: Mutex<SlotState<R>>,
-    changed: Condvar,
-}
-
-enum SlotState<R> {
-    Waiting,
-    /// This caller leads now.
-    Lead,
-    Done(R),
-    Taken,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Nothing panics while holding these locks; if something ever did, the data is still a
-    // consistent queue, so carry on rather than wedge every later caller.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-impl<J, R> GroupCommit<J, R> {
+impl<J: Send + 'static, R: Send + 'static> GroupCommit<J, R> {
+    /// Starts the writer thread; it stops when the `GroupCommit` is dropped.
     pub fn new(pool: Pool, run: RunBatch<J, R>, failed: fn(String) -> R) -> Self {
-        GroupCommit {
+        let (jobs, queue) = mpsc::channel();
+        let writer = Writer {
             pool,
             run,
             failed,
-            queue: Mutex::new(Queue {
-                waiting: VecDeque::new(),
-                leading: false,
-            }),
-        }
-    }
-
-    /// Runs `job` in a batch with whatever other jobs are waiting. Blocks until that batch has
-    /// answered.
-    pub fn submit(&self, job: J) -> R {
-        let slot = Arc::new(Slot {
-            job,
-            state: Mutex::new(SlotState::Waiting),
-            changed: Condvar::new(),
-        });
-        let lead_now = {
-            let mut q = lock(&self.queue);
-            q.waiting.push_back(Arc::clone(&slot));
-            !std::mem::replace(&mut q.leading, true)
+            queue,
         };
-        if !lead_now {
-            let mut state = lock(&slot.state);
-            while matches!(*state, SlotState::Waiting) {
-                state = slot
-                    .changed
-                    .wait(state)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
-            if let SlotState::Done(_) = *state {
-                return take(&mut state);
-            }
-        }
-        self.lead();
-        take(&mut lock(&slot.state))
+        // If the thread cannot start, every submit answers `failed` (its queue is gone).
+        let _ = thread::Builder::new()
+            .name("group-commit".into())
+            .spawn(move || writer.serve());
+        GroupCommit { jobs, failed }
     }
 
-    /// Runs one batch from the head of the queue (which holds the leader's own job), then
-    /// passes the lead on. The leader does not loop: its caller gets its answer after one batch.
-    fn lead(&self) {
-        let batch: Vec<Arc<Slot<J, R>>> = {
-            let mut q = lock(&self.queue);
-            let n = q.waiting.len().min(MAX_BATCH);
-            q.waiting.drain(..n).collect()
-        };
-        let answers = catch_unwind(AssertUnwindSafe(|| self.run_batch(&batch)))
-            .unwrap_or_else(|_| self.fail_all(&batch, "the batch panicked"));
-        for (slot, answer) in batch.iter().zip(answers) {
-            *lock(&slot.state) = SlotState::Done(answer);
-            slot.changed.notify_one();
-        }
-        let mut q = lock(&self.queue);
-        match q.waiting.front() {
-            Some(next) => {
-                *lock(&next.state) = SlotState::Lead;
-                next.changed.notify_one();
-            }
-            None => q.leading = false,
+    /// Runs `job` in the next batch; resolves once that batch has committed (or failed).
+    pub async fn submit(&self, job: J) -> R {
+        match self.enqueue(job) {
+            Ok(answer) => answer.await.unwrap_or_else(|_| self.writer_gone()),
+            Err(failed) => failed,
         }
     }
 
-    fn run_batch(&self, batch: &[Arc<Slot<J, R>>]) -> Vec<R> {
-        match self.pool.get() {
-            Ok(mut conn) => {
-                let jobs: Vec<&J> = batch.iter().map(|s| &s.job).collect();
-                let answers = (self.run)(&mut conn, &jobs);
-                assert_eq!(answers.len(), jobs.len(), "one answer per job");
-                answers
-            }
-            Err(e) => self.fail_all(batch, &e.to_string()),
+    /// [`GroupCommit::submit`] for a plain thread (not inside an async runtime).
+    pub fn submit_blocking(&self, job: J) -> R {
+        match self.enqueue(job) {
+            Ok(answer) => answer
+                .blocking_recv()
+                .unwrap_or_else(|_| self.writer_gone()),
+            Err(failed) => failed,
         }
     }
 
-    fn fail_all(&self, batch: &[Arc<Slot<J, R>>], why: &str) -> Vec<R> {
-        batch
-            .iter()
-            .map(|_| (self.failed)(why.to_owned()))
-            .collect()
+    fn enqueue(&self, job: J) -> Result<oneshot::Receiver<R>, R> {
+        let (tx, rx) = oneshot::channel();
+        self.jobs
+            .send((job, tx))
+            .map(|()| rx)
+            .map_err(|_| self.writer_gone())
+    }
+
+    fn writer_gone(&self) -> R {
+        (self.failed)("the group-commit writer stopped".into())
     }
 }
 
-fn take<R>(state: &mut SlotState<R>) -> R {
-    match std::mem::replace(state, SlotState::Taken) {
-        SlotState::Done(answer) => answer,
-        _ => unreachable!("a slot is taken once, after its batch answered it"),
+struct Writer<J, R> {
+    pool: Pool,
+    run: RunBatch<J, R>,
+    failed: fn(String) -> R,
+    queue: mpsc::Receiver<(J, oneshot::Sender<R>)>,
+}
+
+impl<J, R> Writer<J, R> {
+    fn serve(self) {
+        // `recv` fails once every sender is gone: the GroupCommit was dropped.
+        while let Ok(first) = self.queue.recv() {
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match self.queue.try_recv() {
+                    Ok(next) => batch.push(next),
+                    Err(_) => break,
+                }
+            }
+            let jobs: Vec<&J> = batch.iter().map(|(job, _)| job).collect();
+            let answers = catch_unwind(AssertUnwindSafe(|| self.run_batch(&jobs)))
+                .unwrap_or_else(|_| self.fail_all(jobs.len(), "the batch panicked"));
+            for ((_, reply), answer) in batch.into_iter().zip(answers) {
+                // A caller that stopped waiting (its request was dropped) needs no answer.
+                let _ = reply.send(answer);
+            }
+        }
+    }
+
+    fn run_batch(&self, jobs: &[&J]) -> Vec<R> {
+        match self.pool.get() {
+            Ok(mut conn) => {
+                let answers = (self.run)(&mut conn, jobs);
+                assert_eq!(answers.len(), jobs.len(), "one answer per job");
+                answers
+            }
+            Err(e) => self.fail_all(jobs.len(), &e.to_string()),
+        }
+    }
+
+    fn fail_all(&self, n: usize, why: &str) -> Vec<R> {
+        (0..n).map(|_| (self.failed)(why.to_owned())).collect()
     }
 }

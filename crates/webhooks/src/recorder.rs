@@ -17,10 +17,15 @@ impl Recorder {
         }))
     }
 
-    /// Stores `delivery` (or finds the original of an exact replay), sharing a transaction
-    /// with whatever other deliveries are waiting. Blocks until that transaction committed.
-    pub fn record(&self, delivery: Delivery) -> Result<Recorded, Error> {
-        self.0.submit(delivery)
+    /// Stores `delivery` (or finds the original of an exact replay) in the next shared
+    /// transaction; resolves once that transaction has committed.
+    pub async fn record(&self, delivery: Delivery) -> Result<Recorded, Error> {
+        self.0.submit(delivery).await
+    }
+
+    /// [`Recorder::record`] for a plain thread.
+    pub fn record_blocking(&self, delivery: Delivery) -> Result<Recorded, Error> {
+        self.0.submit_blocking(delivery)
     }
 }
 

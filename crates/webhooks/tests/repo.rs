@@ -166,7 +166,7 @@ fn the_recorder_stores_each_delivery_once_under_many_threads() {
                             let body = format!(r#"{{"event_type":"e","n":{},"i":{i}}}"#, t / 2);
                             (
                                 format!("{}-{i}", t / 2),
-                                recorder.record(delivery(&body)).unwrap(),
+                                recorder.record_blocking(delivery(&body)).unwrap(),
                             )
                         })
                         .collect::<Vec<_>>()

@@ -324,7 +324,7 @@ pub async fn append(
         command,
         key,
     };
-    let recorded = crate::db::blocking(move || appender.append(job)).await?;
+    let recorded = appender.append(job).await?;
     Ok(CreatedEvent {
         recorded,
         location: false,

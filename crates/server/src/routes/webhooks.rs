@@ -221,7 +221,7 @@ pub async fn receive(
     delivery: VerifiedDelivery,
 ) -> Result<AcceptedJson<WebhookReceipt>, ApiError> {
     let VerifiedDelivery(delivery) = delivery;
-    let recorded = crate::db::blocking(move || recorder.record(delivery)).await?;
+    let recorded = recorder.record(delivery).await?;
     Ok(AcceptedJson(WebhookReceipt {
         id: recorded.id,
         status: ReceiptStatus::Accepted,
