@@ -58,6 +58,11 @@ stripe-diff:
 fuzz-webhook runs="200000":
     bash scripts/fuzz-webhook.sh {{runs}}
 
+# The ledger concurrency proof at 10x the test suite's size: 32 writers x 2,000 appends to one
+# account through HTTP, on SQLite and PostgreSQL.
+stress:
+    LEDGER_STRESS_APPENDS=2000 TEST_POSTGRES_URL=${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test} cargo test -p api-tests --test api -- --nocapture concurrent_appends_are_gapless
+
 # Kill the server at random moments under concurrent appends; ledger-check and every 201 must survive.
 crash-test:
     bash scripts/crash-test.sh

@@ -58,6 +58,15 @@ def main():
                 ratio = ours["rps"] / ref["rps"]
                 mark = "meets" if ratio >= target else "misses"
                 ratios.append(f"- {b}: `{route}` = **{ratio:.2f}×** {label} ({ours['rps']:,.0f} vs {ref['rps']:,.0f} req/s; target ≥ {target}×, {mark} it)")
+    # Ledger appends (issue 6): absolute targets with 16 connections, per backend.
+    ledger_targets = {"sqlite": 2500, "postgres": 3000}
+    for b in backends:
+        for n in ("1 account", "100 accounts"):
+            r = rows.get(f"POST /accounts/{{id}}/events ({n})", {}).get(b)
+            target = ledger_targets.get(b)
+            if r and target:
+                mark = "meets" if r["rps"] >= target else "misses"
+                ratios.append(f"- {b}: ledger appends to {n} = **{r['rps']:,.0f}/s** (target ≥ {target:,}/s, {mark} it)")
     print(meta["header"])
     print("\n".join(out))
     for b in backends:

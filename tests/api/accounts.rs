@@ -873,7 +873,14 @@ async fn concurrent_retries_with_one_key_write_once(app: TestApp) {
 
 /// Writers × appends per writer. 32 × 200 = 6,400 appends (+1 opening event).
 const WRITERS: i64 = 32;
-const APPENDS_PER_WRITER: i64 = 200;
+
+/// 200 per writer in the test suite; `just stress` sets `LEDGER_STRESS_APPENDS=2000`.
+fn appends_per_writer() -> i64 {
+    std::env::var("LEDGER_STRESS_APPENDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(200)
+}
 
 /// The concurrency proof: many writers append to one account through HTTP at once. Every
 /// request is answered 201, the sequences are exactly 1..=n with no gap and no duplicate, and
@@ -881,14 +888,15 @@ const APPENDS_PER_WRITER: i64 = 200;
 async fn concurrent_appends_are_gapless(app: TestApp) {
     app.open_account("hot", "H").await;
     let app = Arc::new(app);
+    let per_writer = appends_per_writer();
     let started = std::time::Instant::now();
     let tasks: Vec<_> = (0..WRITERS)
         .map(|w| {
             let app = app.clone();
             tokio::spawn(async move {
                 let mut sum = 0;
-                for i in 0..APPENDS_PER_WRITER {
-                    let amount = (w * APPENDS_PER_WRITER + i) % 997 + 1;
+                for i in 0..per_writer {
+                    let amount = (w * per_writer + i) % 997 + 1;
                     let res = app
                         .append(
                             "hot",
@@ -909,7 +917,7 @@ async fn concurrent_appends_are_gapless(app: TestApp) {
         expected_balance += t.await.unwrap();
     }
     let elapsed = started.elapsed();
-    let n = WRITERS * APPENDS_PER_WRITER + 1;
+    let n = WRITERS * per_writer + 1;
     eprintln!(
         "{:?}: {} appends in {:.1?} ({:.0}/s)",
         app.backend,
