@@ -93,7 +93,8 @@ impl Database {
                 // busy_timeout first: the other pragmas may already need to wait for a lock.
                 conn.batch_execute(
                     "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; \
-                     PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+                     PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; \
+                     PRAGMA wal_autocheckpoint=10000;",
                 )
                 .map_err(StorageError::Configure)?;
                 Ok(DbConnection::Sqlite(conn))
@@ -120,7 +121,7 @@ impl Database {
             .max_size(max_size)
             .min_idle(Some(1))
             .connection_timeout(Duration::from_secs(10))
-            .build(Manager { db: self.clone() })?)
+            .build(Manager::new(self.clone()))?)
     }
 
     /// Like [`Database::pool`] but returns at once even when the database is unreachable, so
@@ -134,7 +135,7 @@ impl Database {
             .max_size(max_size)
             .min_idle(Some(0))
             .connection_timeout(Duration::from_secs(2))
-            .build_unchecked(Manager { db: self.clone() })
+            .build_unchecked(Manager::new(self.clone()))
     }
 }
 
@@ -143,6 +144,51 @@ impl Database {
 #[derive(Debug)]
 pub struct Manager {
     db: Database,
+    /// SQLite files only: stops the background checkpointer when the pool is dropped.
+    _checkpointer: Option<std::sync::mpsc::Sender<()>>,
+}
+
+impl Manager {
+    fn new(db: Database) -> Manager {
+        let checkpointer = (db.backend == Backend::Sqlite && db.target != ":memory:")
+            .then(|| checkpointer(db.clone()));
+        Manager {
+            db,
+            _checkpointer: checkpointer,
+        }
+    }
+}
+
+/// How often the background thread moves the WAL into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+
+/// SQLite checkpoints the WAL back into the database file from whichever connection commits
+/// when the WAL passes `wal_autocheckpoint` pages, and that commit then also waits for the
+/// checkpoint's copying and its two fsyncs. With every write funnelled through one writer (group
+/// commit), that stalled all writes. A `PASSIVE` checkpoint from this thread instead runs beside
+/// the writers and never blocks them; connections keep a high `wal_autocheckpoint` only as a
+/// backstop. The thread stops when the returned sender (held by the pool's manager) is dropped.
+fn checkpointer(db: Database) -> std::sync::mpsc::Sender<()> {
+    use std::sync::mpsc::{RecvTimeoutError, channel};
+    let (stop, stopped) = channel::<()>();
+    let _ = std::thread::Builder::new()
+        .name("sqlite-checkpoint".into())
+        .spawn(move || {
+            let mut conn = None;
+            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_EVERY) {
+                if conn.is_none() {
+                    conn = db.establish().ok();
+                }
+                if let Some(c) = conn.as_mut()
+                    && diesel::sql_query("PRAGMA wal_checkpoint(PASSIVE)")
+                        .execute(c)
+                        .is_err()
+                {
+                    conn = None;
+                }
+            }
+        });
+    stop
 }
 
 impl r2d2::ManageConnection for Manager {
