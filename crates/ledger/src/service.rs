@@ -241,8 +241,8 @@ pub fn append(
 /// command, in that order. Each command is checked against the state the commands before it
 /// left (so two withdrawals in one batch cannot both spend the same money), and one refused
 /// command (404, 409, 422) writes nothing and does not affect the others. Everything accepted
-/// commits together: one lock round, one multi-row insert, one projection write per account,
-/// one commit — which is what lets many concurrent appends share one disk flush.
+/// commits together: one lock round, one multi-row event insert, one multi-row projection
+/// upsert, one commit — which is what lets many concurrent appends share one disk flush.
 ///
 /// If the batch fails for a reason that is not contention (a storage error), each command is
 /// retried on its own so that one bad command cannot fail its neighbours.
