@@ -2,12 +2,11 @@
 //! set).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 
 use pagination::Page;
-use storage::diesel::{Connection, RunQueryDsl, pg::PgConnection};
-use storage::{Database, Pool};
+use storage::testing::TestDatabase;
+use storage::{Backend, Database, Pool};
 use webhook_verify::{Verifier, header};
 use webhooks::{Intake, repo};
 
@@ -15,49 +14,21 @@ const SECRET: &[u8] = b"whsec_repo_test";
 const NOW: i64 = 1_700_000_000;
 
 struct TestDb {
+    // Dropped first: the pool's connections close before the database is removed.
     pool: Pool,
-    _dir: Option<tempfile::TempDir>,
-    pg: Option<(String, String)>,
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        if let Some((admin, name)) = &self.pg
-            && let Ok(mut conn) = PgConnection::establish(admin)
-        {
-            let _ =
-                storage::diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&mut conn);
-        }
-    }
+    _db: TestDatabase,
 }
 
 fn databases() -> Vec<TestDb> {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}/test.db", dir.path().display());
-    let mut out = vec![TestDb {
-        pool: migrated(&url),
-        _dir: Some(dir),
-        pg: None,
-    }];
-    if let Ok(admin) = std::env::var("TEST_POSTGRES_URL") {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let name = format!("t_webhooks_{}_{n}", std::process::id());
-        let mut conn = PgConnection::establish(&admin).unwrap();
-        let _ = storage::diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .execute(&mut conn);
-        storage::diesel::sql_query(format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .unwrap();
-        let (base, _) = admin.rsplit_once('/').unwrap();
-        out.push(TestDb {
-            pool: migrated(&format!("{base}/{name}")),
-            _dir: None,
-            pg: Some((admin, name)),
-        });
-    }
-    out
+    let admin = std::env::var("TEST_POSTGRES_URL").ok();
+    [Backend::Sqlite, Backend::Postgres]
+        .into_iter()
+        .filter_map(|backend| TestDatabase::create(backend, admin.as_deref()).unwrap())
+        .map(|db| TestDb {
+            pool: migrated(&db.url),
+            _db: db,
+        })
+        .collect()
 }
 
 fn migrated(url: &str) -> Pool {
