@@ -105,19 +105,27 @@ fn key_error(e: diesel::result::Error) -> TxError {
 /// The event an idempotency key produced, when the key was used with this same request;
 /// `IdempotencyKeyReused` when it was used with another one.
 fn earlier(conn: &mut DbConnection, key: &IdempotencyKey) -> Result<Option<Event>, Error> {
-    let Some((fingerprint, aggregate_id, sequence)) = repo::find_key(conn, &key.key)? else {
-        return Ok(None);
-    };
-    if fingerprint != key.fingerprint {
+    match repo::find_key(conn, &key.key)? {
+        Some(record) => stored_replay(conn, key, &record).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The event `record` names, when `key` was recorded with this same request;
+/// `IdempotencyKeyReused` when it was recorded with another one.
+fn stored_replay(
+    conn: &mut DbConnection,
+    key: &IdempotencyKey,
+    (fingerprint, aggregate_id, sequence): &repo::KeyRecord,
+) -> Result<Event, Error> {
+    if *fingerprint != key.fingerprint {
         return Err(Error::IdempotencyKeyReused);
     }
-    repo::get_event(conn, &aggregate_id, sequence)?
-        .map(Some)
-        .ok_or(Error::Corrupt {
-            aggregate_id,
-            sequence,
-            reason: "the event of an idempotency key is missing".into(),
-        })
+    repo::get_event(conn, aggregate_id, *sequence)?.ok_or_else(|| Error::Corrupt {
+        aggregate_id: aggregate_id.clone(),
+        sequence: *sequence,
+        reason: "the event of an idempotency key is missing".into(),
+    })
 }
 
 /// Opens an account: the projection row and its `AccountOpened` event (sequence 1), both or
@@ -303,25 +311,15 @@ fn attempt_batch<A: Borrow<Append>>(
             None => Plan::Refused(Error::AccountNotFound {
                 id: job.account_id.clone(),
             }),
-            Some(state) => {
-                match plan_one(
-                    c,
-                    job,
-                    state,
-                    &stored_keys,
-                    &new_keys,
-                    &mut new_events,
-                    &now,
-                )? {
-                    Plan::New(n) => {
-                        if let Some(key) = &job.key {
-                            new_keys.push(new_key(key, &job.account_id, new_events[n].sequence));
-                        }
-                        Plan::New(n)
-                    }
-                    other => other,
-                }
-            }
+            Some(state) => plan_one(
+                c,
+                job,
+                state,
+                &stored_keys,
+                &mut new_keys,
+                &mut new_events,
+                &now,
+            )?,
         };
         plans.push(plan);
     }
@@ -359,18 +357,18 @@ fn attempt_batch<A: Borrow<Append>>(
 }
 
 /// Checks one command of a batch against its account's `state` (already folded over the
-/// batch's earlier commands) and, when accepted, folds it in and queues its event.
+/// batch's earlier commands) and, when accepted, folds it in and queues its event and key.
 fn plan_one<'a>(
     c: &mut DbConnection,
     job: &'a Append,
     state: &mut AccountState,
     stored_keys: &HashMap<String, repo::KeyRecord>,
-    batch_keys: &[repo::NewKey],
+    new_keys: &mut Vec<repo::NewKey<'a>>,
     new_events: &mut Vec<repo::NewEvent<'a>>,
     now: &str,
 ) -> Result<Plan, TxError> {
     if let Some(key) = &job.key {
-        if let Some(earlier) = batch_keys.iter().find(|k| k.key == key.key) {
+        if let Some(earlier) = new_keys.iter().find(|k| k.key == key.key) {
             if earlier.fingerprint != key.fingerprint {
                 return Ok(Plan::Refused(Error::IdempotencyKeyReused));
             }
@@ -382,17 +380,12 @@ fn plan_one<'a>(
                 .unwrap_or_else(|| unreachable!("a batch key names one of the batch's events"));
             return Ok(Plan::ReplayNew(n));
         }
-        if let Some((fingerprint, aggregate_id, sequence)) = stored_keys.get(&key.key) {
-            if *fingerprint != key.fingerprint {
-                return Ok(Plan::Refused(Error::IdempotencyKeyReused));
-            }
-            let event =
-                repo::get_event(c, aggregate_id, *sequence)?.ok_or_else(|| Error::Corrupt {
-                    aggregate_id: aggregate_id.clone(),
-                    sequence: *sequence,
-                    reason: "the event of an idempotency key is missing".into(),
-                })?;
-            return Ok(Plan::ReplayStored(Box::new(event)));
+        if let Some(record) = stored_keys.get(&key.key) {
+            return match stored_replay(c, key, record) {
+                Ok(event) => Ok(Plan::ReplayStored(Box::new(event))),
+                Err(Error::IdempotencyKeyReused) => Ok(Plan::Refused(Error::IdempotencyKeyReused)),
+                Err(e) => Err(e.into()),
+            };
         }
     }
     if let Err(e) = decide(&job.account_id, state, &job.command) {
@@ -413,6 +406,9 @@ fn plan_one<'a>(
         payload: &job.command.payload,
         sequence,
     });
+    if let Some(key) = &job.key {
+        new_keys.push(new_key(key, &job.account_id, sequence));
+    }
     Ok(Plan::New(new_events.len() - 1))
 }
 
