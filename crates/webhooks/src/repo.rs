@@ -67,17 +67,27 @@ pub fn record_batch(
                 )
             })
             .collect();
-        let inserted: Vec<(i64, String, String)> =
-            storage::with_backend!(c, |c| diesel::insert_into(webhook_events::table)
+        let returning = (
+            webhook_events::id,
+            webhook_events::signature_t,
+            webhook_events::signature_v1,
+        );
+        let inserted: Vec<(i64, String, String)> = match c {
+            DbConnection::Postgresql(c) => diesel::insert_into(webhook_events::table)
                 .values(&values)
                 .on_conflict((webhook_events::signature_t, webhook_events::signature_v1))
                 .do_nothing()
-                .returning((
-                    webhook_events::id,
-                    webhook_events::signature_t,
-                    webhook_events::signature_v1
-                ))
-                .get_results(c))?;
+                .returning(returning)
+                .get_results(c)?,
+            // `OR IGNORE` rather than `ON CONFLICT (t, v1) DO NOTHING`: the only constraint a
+            // bound row can break is the unique (t, v1) one, and with no constraint left that
+            // could abort the statement half-way, SQLite skips the statement journal it
+            // otherwise keeps for every page the multi-row insert touches.
+            DbConnection::Sqlite(c) => diesel::insert_or_ignore_into(webhook_events::table)
+                .values(&values)
+                .returning(returning)
+                .get_results(c)?,
+        };
         let inserted: HashMap<Signature, i64> = inserted
             .into_iter()
             .map(|(id, t, v1)| ((t, v1), id))
