@@ -176,12 +176,12 @@ struct CheckpointResult {
 /// when the WAL passes `wal_autocheckpoint` pages, and that commit then also waits for the
 /// checkpoint's copying and its fsyncs. With every write funnelled through one writer (group
 /// commit), that stalled all writes. A `PASSIVE` checkpoint from this thread instead runs beside
-/// the writers and never blocks them. It runs every 10 ms while the WAL grows (every 100 ms otherwise): the
-/// connections' `wal_autocheckpoint` stays as the backstop that restarts the WAL (only a
-/// checkpoint that catches up while no write is under way lets the next writer start the WAL
-/// over), and what that backstop checkpoint still has to copy and fsync on the writer's commit
-/// is then at most ~10 ms of writes instead of ~100 ms (p99 of `POST /webhook` on SQLite fell
-/// from ~26 ms to ~16 ms; see docs/webhooks.md). The thread stops when the returned sender (held
+/// the writers and never blocks them. It runs every 10 ms while the WAL grows (every 100 ms
+/// otherwise): the connections' `wal_autocheckpoint` stays as the backstop that restarts the
+/// WAL (only a checkpoint that catches up while no write is under way lets the next writer start
+/// the WAL over), and what that backstop still has to copy and fsync on the writer's commit is
+/// then at most ~10 ms of writes instead of ~100 ms (p99 of `POST /webhook` on SQLite fell from
+/// 24–26 ms to 17–18 ms; see docs/webhooks.md). The thread stops when the returned sender (held
 /// by the pool's manager) is dropped.
 fn checkpointer(db: Database) -> std::sync::mpsc::Sender<()> {
     use std::sync::mpsc::{RecvTimeoutError, channel};
