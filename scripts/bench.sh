@@ -106,8 +106,9 @@ bench_backend() { # backend database_url seed_target
   seed_tokens "$base" > "$work/tokens-$backend"
   TOKENS_FILE="$work/tokens-$backend" load "$backend" "POST /tokens/verify" "$base" scripts/bench/verify_token.lua
 
-  # Area F: distinct 1 KB bodies, signed just before the run (fresh timestamps).
-  python3 scripts/bench/webhook_pool.py --secret "$WEBHOOK_SECRET" --count 200000 --out "$work/pool-$backend"
+  # Area F: distinct 1 KB bodies, signed just before the run (fresh timestamps); 40,000 per
+  # second of the run so the pool does not wrap into replays (post_webhook.lua reports it).
+  python3 scripts/bench/webhook_pool.py --secret "$WEBHOOK_SECRET" --count $((DURATION * 40000)) --out "$work/pool-$backend"
   WEBHOOK_POOL="$work/pool-$backend" load "$backend" "POST /webhook (1 KB, signed)" "$base/webhook" scripts/bench/post_webhook.lua
 
   # Area E: 1-cent deposits to one hot account, then spread over 100 accounts.
