@@ -9,16 +9,18 @@
 //!
 //! Callers wait without holding a thread or a connection: [`GroupCommit::submit`] is a future
 //! (runtime-agnostic; the server awaits it on its async workers), and only the writer takes a
-//! connection from the pool, one per batch. [`GroupCommit::submit_blocking`] is for plain
-//! threads (tests, tools).
+//! connection from the pool. It keeps that connection while batches keep coming (for at most
+//! [`HOLD_AT_MOST`]) and gives it back whenever the queue is empty.
+//! [`GroupCommit::submit_blocking`] is for plain threads (tests, tools).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::mpsc;
+use std::sync::mpsc::{self, TryRecvError};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use crate::{DbConnection, Pool};
+use crate::{DbConnection, Pool, PooledConn};
 
 /// At most this many jobs share a transaction (PostgreSQL allows 65,535 bind parameters per
 /// statement; a job's row takes a handful).
@@ -81,6 +83,19 @@ impl<J: Send + 'static, R: Send + 'static> GroupCommit<J, R> {
     }
 }
 
+/// How long the writer keeps one connection while batches keep coming. Taking a connection from
+/// the pool runs the pool's check query (a round trip on PostgreSQL) and, on SQLite, may hand
+/// over a connection whose page cache is cold; under load that cost came once per batch. The
+/// bound keeps that check running at least this often, so a connection that broke (a restarted
+/// PostgreSQL server) fails at most this long before it is replaced.
+const HOLD_AT_MOST: Duration = Duration::from_millis(100);
+
+/// The writer's connection, while it keeps one.
+struct Held {
+    conn: PooledConn,
+    since: Instant,
+}
+
 struct Writer<J, R> {
     pool: Pool,
     run: RunBatch<J, R>,
@@ -90,8 +105,21 @@ struct Writer<J, R> {
 
 impl<J, R> Writer<J, R> {
     fn serve(self) {
-        // `recv` fails once every sender is gone: the GroupCommit was dropped.
-        while let Ok(first) = self.queue.recv() {
+        let mut held: Option<Held> = None;
+        loop {
+            let first = match self.queue.try_recv() {
+                Ok(job) => job,
+                Err(TryRecvError::Empty) => {
+                    // Idle: the connection goes back to the pool before the writer sleeps.
+                    held = None;
+                    match self.queue.recv() {
+                        Ok(job) => job,
+                        // Every sender is gone: the GroupCommit was dropped.
+                        Err(_) => return,
+                    }
+                }
+                Err(TryRecvError::Disconnected) => return,
+            };
             let mut batch = vec![first];
             while batch.len() < MAX_BATCH {
                 match self.queue.try_recv() {
@@ -100,8 +128,12 @@ impl<J, R> Writer<J, R> {
                 }
             }
             let jobs: Vec<&J> = batch.iter().map(|(job, _)| job).collect();
-            let answers = catch_unwind(AssertUnwindSafe(|| self.run_batch(&jobs)))
-                .unwrap_or_else(|_| self.fail_all(jobs.len(), "the batch panicked"));
+            let answers = catch_unwind(AssertUnwindSafe(|| self.run_batch(&mut held, &jobs)))
+                .unwrap_or_else(|_| {
+                    // Whatever the batch left on its connection is unknown: not reused.
+                    held = None;
+                    self.fail_all(jobs.len(), "the batch panicked")
+                });
             for ((_, reply), answer) in batch.into_iter().zip(answers) {
                 // A caller that stopped waiting (its request was dropped) needs no answer.
                 let _ = reply.send(answer);
@@ -109,15 +141,32 @@ impl<J, R> Writer<J, R> {
         }
     }
 
-    fn run_batch(&self, jobs: &[&J]) -> Vec<R> {
-        match self.pool.get() {
-            Ok(mut conn) => {
-                let answers = (self.run)(&mut conn, jobs);
-                assert_eq!(answers.len(), jobs.len(), "one answer per job");
-                answers
-            }
-            Err(e) => self.fail_all(jobs.len(), &e.to_string()),
+    /// Runs a batch on the held connection, taking one from the pool first when there is none
+    /// or it has been held for [`HOLD_AT_MOST`].
+    fn run_batch(&self, held: &mut Option<Held>, jobs: &[&J]) -> Vec<R> {
+        if held
+            .as_ref()
+            .is_some_and(|h| h.since.elapsed() > HOLD_AT_MOST)
+        {
+            *held = None;
         }
+        if held.is_none() {
+            match self.pool.get() {
+                Ok(conn) => {
+                    *held = Some(Held {
+                        conn,
+                        since: Instant::now(),
+                    })
+                }
+                Err(e) => return self.fail_all(jobs.len(), &e.to_string()),
+            }
+        }
+        let Some(h) = held.as_mut() else {
+            return self.fail_all(jobs.len(), "no connection");
+        };
+        let answers = (self.run)(&mut h.conn, jobs);
+        assert_eq!(answers.len(), jobs.len(), "one answer per job");
+        answers
     }
 
     fn fail_all(&self, n: usize, why: &str) -> Vec<R> {
