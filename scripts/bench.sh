@@ -106,8 +106,9 @@ bench_backend() { # backend database_url seed_target
   seed_tokens "$base" > "$work/tokens-$backend"
   TOKENS_FILE="$work/tokens-$backend" load "$backend" "POST /tokens/verify" "$base" scripts/bench/verify_token.lua
 
-  # Area F: distinct 1 KB bodies, signed just before the run (fresh timestamps); 40,000 per
-  # second of the run so the pool does not wrap into replays (post_webhook.lua reports it).
+  # Area F: distinct 1 KB bodies, signed just before the run with timestamps that advance by one
+  # second per 40,000 deliveries; 40,000 per second of the run, so the pool does not wrap into
+  # replays (post_webhook.lua reports it).
   python3 scripts/bench/webhook_pool.py --secret "$WEBHOOK_SECRET" --count $((DURATION * 40000)) --out "$work/pool-$backend"
   WEBHOOK_POOL="$work/pool-$backend" load "$backend" "POST /webhook (1 KB, signed)" "$base/webhook" scripts/bench/post_webhook.lua
 
@@ -161,7 +162,10 @@ within one run rather than absolute numbers across runs.
 
 Method: release build; {$NOTES} seeded notes; \`wrk -t1 -c$CONNS -d${DURATION}s --latency\` per route, the server
 with its default workers (one per core) on the same machine as wrk; SQLite in WAL mode
-(synchronous=NORMAL, pool 8); PostgreSQL 15 local (pool 16). The ceiling is
+(synchronous=NORMAL, pool 8); PostgreSQL 15 local (pool 16). The wrk scripts format their
+requests once, before the run (scripts/bench/*.lua), so wrk takes the same small share of the
+cores for every route; webhook deliveries are signed at the second they are expected to be sent
+(40,000 per second of the run, scripts/bench/webhook_pool.py), as a real sender signs. The ceiling is
 \`crates/server/examples/bare_ceiling.rs\`: bare actix-web + Diesel reading the same table with no
 middleware. Peak server memory (VmHWM) during the runs: """ + ", ".join(f"{k} {int(v)/1024:.0f} MiB" for k, v in mem.items()) + """.
 

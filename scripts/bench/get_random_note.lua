@@ -1,6 +1,7 @@
 -- GET /notes/{id} with a random id among the seeded notes (NOTES env, default 10000).
--- The requests are formatted once, in init (wrk sets the Host header only by then), like
--- post_webhook.lua's: the two scripts the webhook target compares cost wrk the same per request.
+-- Every script here formats its requests once, in init (wrk sets the Host header only by then):
+-- wrk shares the machine's cores with the server, and formatting each request in Lua cost wrk
+-- CPU the server then did not get (post_webhook.lua's 1 KB requests most of all).
 local n = tonumber(os.getenv("NOTES") or "10000")
 local requests = {}
 

@@ -1,12 +1,16 @@
 -- POST /tokens/verify cycling through TOKENS_FILE: valid, revoked and unknown raw tokens.
-local tokens = {}
-for line in io.lines(os.getenv("TOKENS_FILE") or error("set TOKENS_FILE")) do
-  tokens[#tokens + 1] = '{"token":"' .. line .. '"}'
-end
+-- Requests are formatted once, in init (see get_random_note.lua).
+local requests = {}
 local i = 0
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-request = function()
-  i = i % #tokens + 1
-  return wrk.format(nil, "/tokens/verify", nil, tokens[i])
+
+function init(args)
+  for line in io.lines(os.getenv("TOKENS_FILE") or error("set TOKENS_FILE")) do
+    requests[#requests + 1] = wrk.format("POST", "/tokens/verify",
+      { ["Content-Type"] = "application/json" }, '{"token":"' .. line .. '"}')
+  end
+end
+
+function request()
+  i = i % #requests + 1
+  return requests[i]
 end
