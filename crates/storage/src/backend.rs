@@ -3,6 +3,7 @@ use std::time::Duration;
 
 use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
+use diesel::r2d2::R2D2Connection;
 use diesel::sqlite::SqliteConnection;
 use diesel::{Connection, RunQueryDsl};
 
@@ -224,15 +225,16 @@ impl r2d2::ManageConnection for Manager {
         self.db.establish()
     }
 
+    /// Runs on every checkout. Diesel's `ping` is a `SELECT 1` with a static query id, so its
+    /// prepared statement is cached; a `sql_query` is not, and was parsed again on every
+    /// request (6% of the CPU of `GET /notes/{id}` on SQLite).
     fn is_valid(&self, conn: &mut DbConnection) -> Result<(), StorageError> {
-        diesel::sql_query("SELECT 1")
-            .execute(conn)
-            .map(|_| ())
-            .map_err(StorageError::Configure)
+        conn.ping().map_err(StorageError::Configure)
     }
 
-    fn has_broken(&self, _conn: &mut DbConnection) -> bool {
-        false
+    /// A connection whose transaction manager is in an unknown state is not reused.
+    fn has_broken(&self, conn: &mut DbConnection) -> bool {
+        conn.is_broken()
     }
 }
 
