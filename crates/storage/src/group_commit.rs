@@ -144,25 +144,15 @@ impl<J, R> Writer<J, R> {
     /// Runs a batch on the held connection, taking one from the pool first when there is none
     /// or it has been held for [`HOLD_AT_MOST`].
     fn run_batch(&self, held: &mut Option<Held>, jobs: &[&J]) -> Vec<R> {
-        if held
-            .as_ref()
-            .is_some_and(|h| h.since.elapsed() > HOLD_AT_MOST)
-        {
-            *held = None;
-        }
-        if held.is_none() {
-            match self.pool.get() {
-                Ok(conn) => {
-                    *held = Some(Held {
-                        conn,
-                        since: Instant::now(),
-                    })
-                }
+        let h = match held.take().filter(|h| h.since.elapsed() <= HOLD_AT_MOST) {
+            Some(h) => held.insert(h),
+            None => match self.pool.get() {
+                Ok(conn) => held.insert(Held {
+                    conn,
+                    since: Instant::now(),
+                }),
                 Err(e) => return self.fail_all(jobs.len(), &e.to_string()),
-            }
-        }
-        let Some(h) = held.as_mut() else {
-            return self.fail_all(jobs.len(), "no connection");
+            },
         };
         let answers = (self.run)(&mut h.conn, jobs);
         assert_eq!(answers.len(), jobs.len(), "one answer per job");
