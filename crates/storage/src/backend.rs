@@ -184,12 +184,17 @@ struct CheckpointResult {
 /// then at most ~10 ms of writes instead of ~100 ms (p99 of `POST /webhook` on SQLite fell from
 /// 24–26 ms to 17–18 ms; see docs/webhooks.md). The thread stops when the returned sender (held
 /// by the pool's manager) is dropped.
+///
+/// The thread runs at the lowest CPU priority ([`CHECKPOINTER_NICE`]): its work is never on a
+/// request's path, and at normal priority it took the CPU from the request and writer threads
+/// at random moments (`POST /webhook` on SQLite +4% with it niced; docs/webhooks.md).
 fn checkpointer(db: Database) -> std::sync::mpsc::Sender<()> {
     use std::sync::mpsc::{RecvTimeoutError, channel};
     let (stop, stopped) = channel::<()>();
     let _ = std::thread::Builder::new()
         .name("sqlite-checkpoint".into())
         .spawn(move || {
+            lower_own_priority();
             let mut conn = None;
             let mut every = CHECKPOINT_IDLE;
             let mut last_log = 0;
@@ -215,6 +220,19 @@ fn checkpointer(db: Database) -> std::sync::mpsc::Sender<()> {
             }
         });
     stop
+}
+
+/// The checkpointer's nice value: the lowest priority a thread can give itself. It still runs
+/// when both cores are busy (a nice-19 thread gets ~1.5% of a core against a nice-0 one), so
+/// the WAL keeps being copied back and cannot grow without bound; `wal_autocheckpoint` stays
+/// the backstop.
+pub const CHECKPOINTER_NICE: i32 = 19;
+
+/// Linux keeps a nice value per thread, and `setpriority(PRIO_PROCESS, 0, …)` changes only the
+/// calling thread's. Elsewhere that call would change the whole process, so it is not made.
+fn lower_own_priority() {
+    #[cfg(target_os = "linux")]
+    let _ = rustix::process::setpriority_process(None, CHECKPOINTER_NICE);
 }
 
 impl r2d2::ManageConnection for Manager {

@@ -7,7 +7,9 @@ mod migrations;
 pub mod testing;
 pub mod timestamp;
 
-pub use backend::{Backend, Database, DbConnection, Pool, PooledConn, StorageError};
+pub use backend::{
+    Backend, CHECKPOINTER_NICE, Database, DbConnection, Pool, PooledConn, StorageError,
+};
 pub use group_commit::GroupCommit;
 pub use migrations::{
     MigrationError, applied_migrations, migration_names, revert_all_migrations, run_migrations,

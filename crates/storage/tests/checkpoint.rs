@@ -38,3 +38,70 @@ fn the_pool_moves_committed_wal_frames_into_the_database_file() {
     drop(pool);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The checkpointer thread lowers its own priority (and only its own: the test's thread keeps
+/// its nice value).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_checkpointer_runs_at_the_lowest_priority() {
+    let dir = std::env::temp_dir().join(format!("storage-nice-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pool = Database::parse(&format!("sqlite://{}/test.db", dir.display()))
+        .pool(1)
+        .unwrap();
+    let own = nice_of("self");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let niced = loop {
+        let niced: Vec<i32> = checkpointer_threads().iter().map(|t| nice_of(t)).collect();
+        if (!niced.is_empty() && niced.iter().all(|&n| n == storage::CHECKPOINTER_NICE))
+            || Instant::now() > deadline
+        {
+            break niced;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(!niced.is_empty(), "no sqlite-checkpoint thread");
+    assert!(
+        niced.iter().all(|&n| n == storage::CHECKPOINTER_NICE),
+        "checkpointer nice values {niced:?}"
+    );
+    assert_eq!(
+        nice_of("self"),
+        own,
+        "the calling thread's priority changed"
+    );
+    drop(pool);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The ids of this process's checkpointer threads (`comm` is cut to 15 bytes).
+#[cfg(target_os = "linux")]
+fn checkpointer_threads() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|tid| {
+            std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+                .is_ok_and(|c| c.trim_end() == "sqlite-checkpoi")
+        })
+        .collect()
+}
+
+/// A thread's nice value: field 19 of its `stat`, the 17th after the parenthesised name.
+#[cfg(target_os = "linux")]
+fn nice_of(tid: &str) -> i32 {
+    let path = if tid == "self" {
+        "/proc/thread-self/stat".to_owned()
+    } else {
+        format!("/proc/self/task/{tid}/stat")
+    };
+    let stat = std::fs::read_to_string(path).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 1..];
+    after_name
+        .split_whitespace()
+        .nth(16)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
