@@ -158,3 +158,47 @@ fn the_recorder_stores_each_delivery_once_under_many_threads() {
         assert_eq!(repo::count(&mut db.pool.get().unwrap()).unwrap(), 120);
     }
 }
+
+/// SQLite's webhook_events lost AUTOINCREMENT in a table rebuild (migration 8): both directions
+/// keep every row and id, and a new row still gets the next id.
+#[test]
+fn the_sqlite_rowid_migration_keeps_rows_and_ids() {
+    use storage::diesel::connection::SimpleConnection;
+    const UP: &str = include_str!(
+        "../../../migrations/sqlite/2026-11-24-000008_webhook_events_plain_rowid/up.sql"
+    );
+    const DOWN: &str = include_str!(
+        "../../../migrations/sqlite/2026-11-24-000008_webhook_events_plain_rowid/down.sql"
+    );
+    let db = TestDatabase::create(Backend::Sqlite, None)
+        .unwrap()
+        .unwrap();
+    let pool = migrated(&db.url);
+    let mut conn = pool.get().unwrap();
+    let ids: Vec<i64> = ["a", "b", "c"]
+        .iter()
+        .map(|t| {
+            let body = format!(r#"{{"event_type":"{t}"}}"#);
+            repo::record(&mut conn, &delivery(&body)).unwrap().id
+        })
+        .collect();
+    let stored = |conn: &mut storage::DbConnection| {
+        let (items, _) = repo::list(conn, Page::default()).unwrap();
+        items
+            .into_iter()
+            .map(|e| (e.id, e.event_type))
+            .collect::<Vec<_>>()
+    };
+    let before = stored(&mut conn);
+    assert_eq!(before.len(), 3);
+
+    conn.batch_execute(DOWN).unwrap();
+    assert_eq!(stored(&mut conn), before);
+    conn.batch_execute(UP).unwrap();
+    assert_eq!(stored(&mut conn), before);
+
+    let next = repo::record(&mut conn, &delivery(r#"{"event_type":"d"}"#)).unwrap();
+    assert_eq!(next.id, ids[2] + 1);
+    let replay = repo::record(&mut conn, &delivery(r#"{"event_type":"b"}"#)).unwrap();
+    assert_eq!((replay.id, replay.replayed), (ids[1], true));
+}
