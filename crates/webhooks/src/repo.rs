@@ -132,6 +132,24 @@ diesel::define_sql_function! {
     fn last_insert_rowid() -> diesel::sql_types::BigInt;
 }
 
+diesel::define_sql_function! {
+    /// SQLite: the bytes a hex string spells. The replay index is on
+    /// `(signature_t, unhex(signature_v1))`.
+    fn unhex(hex: diesel::sql_types::Text) -> diesel::sql_types::Binary;
+}
+
+/// SQLite: the id of the stored delivery with this `(t, v1)`. The `v1` condition is written as
+/// the replay index's expression, `unhex(signature_v1)`, so the lookup walks that index.
+fn stored_id_query(
+    d: &Delivery,
+) -> webhook_events::BoxedQuery<'_, diesel::sqlite::Sqlite, diesel::sql_types::BigInt> {
+    webhook_events::table
+        .filter(webhook_events::signature_t.eq(&d.signature_t))
+        .filter(unhex(webhook_events::signature_v1).eq(unhex(&d.signature_v1)))
+        .select(webhook_events::id)
+        .into_boxed()
+}
+
 /// SQLite: per delivery, `INSERT OR IGNORE` and then either `last_insert_rowid()` (stored) or
 /// the stored row's id (replay). Every statement is prepared once per connection and cached: a
 /// multi-row insert is not (its SQL depends on the row count, so Diesel prepares it anew for
@@ -163,11 +181,7 @@ fn insert_one_by_one(
                     replayed: false,
                 });
             }
-            let id = webhook_events::table
-                .filter(webhook_events::signature_t.eq(&d.signature_t))
-                .filter(webhook_events::signature_v1.eq(&d.signature_v1))
-                .select(webhook_events::id)
-                .first(c)?;
+            let id = stored_id_query(d).first(c)?;
             Ok(Recorded { id, replayed: true })
         })
         .collect()
@@ -222,4 +236,46 @@ pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<WebhookEvent>, i
 /// How many events are stored.
 pub fn count(conn: &mut DbConnection) -> Result<i64, Error> {
     Ok(webhook_events::table.count().get_result(conn)?)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use diesel::sqlite::Sqlite;
+    use storage::Database;
+
+    use super::*;
+
+    #[derive(diesel::QueryableByName)]
+    struct PlanRow {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        detail: String,
+    }
+
+    /// The SQLite replay lookup is answered from the unique `(t, unhex(v1))` index on both
+    /// columns, not by scanning every row of that second.
+    #[test]
+    fn the_sqlite_replay_lookup_uses_the_replay_index() {
+        let mut conn = Database::parse(":memory:").establish().unwrap();
+        storage::run_migrations(&mut conn).unwrap();
+        let d = Delivery {
+            event_type: "e".into(),
+            payload: "{}".into(),
+            signature_t: "1700000000".into(),
+            signature_v1: "ab".repeat(32),
+        };
+        let sql = diesel::debug_query::<Sqlite, _>(&stored_id_query(&d)).to_string();
+        let sql = sql.split(" -- binds").next().unwrap();
+        let plan: Vec<PlanRow> = diesel::sql_query(format!("EXPLAIN QUERY PLAN {sql}"))
+            .load(&mut conn)
+            .unwrap();
+        let plan: Vec<&str> = plan.iter().map(|r| r.detail.as_str()).collect();
+        assert!(
+            plan.iter()
+                .any(|d| d
+                    .contains("USING INDEX webhook_events_signature (signature_t=? AND <expr>=?)")),
+            "plan: {plan:?}"
+        );
+    }
 }
