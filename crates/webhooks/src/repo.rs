@@ -61,13 +61,13 @@ pub fn record_batch(
 type NewRow<'a> = (
     diesel::dsl::Eq<webhook_events::event_type, &'a String>,
     diesel::dsl::Eq<webhook_events::payload, &'a String>,
-    diesel::dsl::Eq<webhook_events::delivered_at, &'a String>,
+    diesel::dsl::Eq<webhook_events::delivered_at, &'a str>,
     diesel::dsl::Eq<webhook_events::signature_t, &'a String>,
     diesel::dsl::Eq<webhook_events::signature_v1, &'a String>,
 );
 
 /// The row a delivery is stored as.
-fn new_row<'a>(d: &'a Delivery, now: &'a String) -> NewRow<'a> {
+fn new_row<'a>(d: &'a Delivery, now: &'a str) -> NewRow<'a> {
     (
         webhook_events::event_type.eq(&d.event_type),
         webhook_events::payload.eq(&d.payload),
@@ -85,7 +85,7 @@ fn new_row<'a>(d: &'a Delivery, now: &'a String) -> NewRow<'a> {
 fn insert_all_at_once(
     c: &mut PgConnection,
     deliveries: &[&Delivery],
-    now: &String,
+    now: &str,
 ) -> Result<Vec<Recorded>, Error> {
     let values: Vec<_> = deliveries.iter().map(|d| new_row(d, now)).collect();
     let inserted: Vec<(i64, String, String)> = diesel::insert_into(webhook_events::table)
@@ -166,7 +166,7 @@ fn stored_id_query(
 fn insert_one_by_one(
     c: &mut SqliteConnection,
     deliveries: &[&Delivery],
-    now: &String,
+    now: &str,
 ) -> Result<Vec<Recorded>, Error> {
     deliveries
         .iter()
@@ -194,7 +194,7 @@ fn signature(d: &Delivery) -> Signature {
     (d.signature_t.clone(), d.signature_v1.clone())
 }
 
-/// The ids of the stored events with these signatures.
+/// PostgreSQL: the ids of the stored events with these signatures.
 fn stored_ids(
     conn: &mut PgConnection,
     signatures: &[Signature],

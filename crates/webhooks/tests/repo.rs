@@ -165,10 +165,10 @@ fn the_recorder_stores_each_delivery_once_under_many_threads() {
 fn the_sqlite_rowid_migration_keeps_rows_and_ids() {
     use storage::diesel::connection::SimpleConnection;
     const UP: &str = include_str!(
-        "../../../migrations/sqlite/2026-11-24-000008_webhook_events_plain_rowid/up.sql"
+        "../../../migrations/sqlite/2026-11-24-000008_webhook_events_lean_sqlite/up.sql"
     );
     const DOWN: &str = include_str!(
-        "../../../migrations/sqlite/2026-11-24-000008_webhook_events_plain_rowid/down.sql"
+        "../../../migrations/sqlite/2026-11-24-000008_webhook_events_lean_sqlite/down.sql"
     );
     let db = TestDatabase::create(Backend::Sqlite, None)
         .unwrap()
