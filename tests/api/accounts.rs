@@ -93,7 +93,7 @@ impl TestApp {
     pub async fn ledger_check(&self) -> ledger::check::Report {
         let url = self.db.url.clone();
         tokio::task::spawn_blocking(move || {
-            let mut conn = storage::Database::parse(&url).establish().unwrap();
+            let mut conn = storage::Database::parse(&url).unwrap().establish().unwrap();
             ledger::check::check_all(&mut conn).unwrap()
         })
         .await
@@ -1023,7 +1023,7 @@ async fn ledger_check_reports_a_tampered_projection(app: TestApp) {
     let url = app.db.url.clone();
     tokio::task::spawn_blocking(move || {
         use storage::diesel::RunQueryDsl;
-        let mut conn = storage::Database::parse(&url).establish().unwrap();
+        let mut conn = storage::Database::parse(&url).unwrap().establish().unwrap();
         storage::diesel::sql_query(
             "UPDATE accounts SET balance_cents = 999 WHERE account_id = 't1'",
         )

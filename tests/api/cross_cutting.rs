@@ -352,7 +352,7 @@ async fn storage_failures_are_500_problems_without_internals(app: TestApp) {
     let url = app.db.url.clone();
     tokio::task::spawn_blocking(move || {
         use storage::diesel::RunQueryDsl;
-        let mut conn = storage::Database::parse(&url).establish().unwrap();
+        let mut conn = storage::Database::parse(&url).unwrap().establish().unwrap();
         storage::diesel::sql_query("DROP TABLE comments")
             .execute(&mut conn)
             .unwrap();

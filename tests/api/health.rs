@@ -20,15 +20,15 @@ async fn healthy_database_is_200(app: TestApp) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_database_is_503_degraded() {
     // Nothing listens on port 1: every connection attempt fails at once.
-    let db = Database::parse("postgres://postgres@127.0.0.1:1/none");
-    let pool = db.lazy_pool(2);
+    let db = Database::parse("postgres://postgres@127.0.0.1:1/none").unwrap();
+    let store = storage::Store::lazy(db, 2);
     let settings = Settings {
         bind: "127.0.0.1:0".parse().unwrap(),
         workers: Some(1),
         service_name: "health-test".to_owned(),
         ..Settings::default()
     };
-    let app = Application::serve(settings, server::db::Db::new(pool, db.backend()))
+    let app = Application::serve(settings, server::db::Db::new(store))
         .await
         .unwrap();
     let placeholder = TestDb::create(Backend::Sqlite).unwrap();

@@ -291,7 +291,7 @@ pub async fn with_conn<T: Send + 'static>(
 ) -> T {
     let url = db.url.clone();
     tokio::task::spawn_blocking(move || {
-        let mut conn = storage::Database::parse(&url).establish().unwrap();
+        let mut conn = storage::Database::parse(&url).unwrap().establish().unwrap();
         f(&mut conn)
     })
     .await

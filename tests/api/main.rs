@@ -14,6 +14,7 @@ mod hostile;
 mod migrations;
 mod notes;
 mod openapi;
+mod storage_faults;
 mod tags;
 mod tokens;
 mod versioned_notes;

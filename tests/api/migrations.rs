@@ -17,7 +17,7 @@ async fn migrations_round_trip_up_down_up(backend: Backend) {
     let url = db.url.clone();
     tokio::task::spawn_blocking(move || {
         let (names, _) = storage::migration_names().unwrap();
-        let mut conn = Database::parse(&url).establish().unwrap();
+        let mut conn = Database::parse(&url).unwrap().establish().unwrap();
         assert_eq!(storage::run_migrations(&mut conn).unwrap(), names.len());
         assert_eq!(
             storage::applied_migrations(&mut conn).unwrap().len(),

@@ -724,11 +724,19 @@ async fn openapi_marks_v1_deprecated_and_documents_its_headers() {
         assert!(responses.len() >= 2, "{id} documents its errors");
         for (status, response) in responses {
             let headers = response.get("headers");
+            // Storage faults (503, 507) document Retry-After on every operation.
+            let fault = status == "503" || status == "507";
             if v1 {
                 let h = headers.unwrap_or_else(|| panic!("{id} {status}"));
-                assert_eq!(keys(h), ["Deprecation", "Link", "Sunset"]);
+                let mut want = vec!["Deprecation", "Link", "Sunset"];
+                if fault {
+                    want.insert(2, "Retry-After");
+                }
+                assert_eq!(keys(h), want);
                 assert_eq!(h["Sunset"]["schema"]["enum"], json!([SUNSET]));
                 assert_eq!(h["Link"]["schema"]["enum"], json!([LINK]));
+            } else if fault {
+                assert_eq!(keys(headers.unwrap()), ["Retry-After"], "{id} {status}");
             } else {
                 assert!(headers.is_none(), "{id} {status}");
             }

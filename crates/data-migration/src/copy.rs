@@ -19,17 +19,27 @@ pub struct Progress {
 /// Opens the source and the target. Refuses the same database twice, and a SQLite source that
 /// does not exist (opening it would create an empty file and copy nothing).
 pub fn connect(from: &str, to: &str) -> Result<(DbConnection, DbConnection), Error> {
-    let source = Database::parse(from);
-    let target = Database::parse(to);
+    // No statement timeout: copying and checking a large table is one long statement.
+    let unbounded = |url, role| {
+        Database::parse(url)
+            .map(|db| {
+                db.clone().with_timeouts(storage::Timeouts {
+                    statement: std::time::Duration::ZERO,
+                    ..db.timeouts
+                })
+            })
+            .map_err(|source| Error::Connect { role, source })
+    };
+    let source = unbounded(from, "source")?;
+    let target = unbounded(to, "target")?;
     if source == target {
         return Err(Error::SameDatabase);
     }
     if source.backend() == Backend::Sqlite {
-        // `Database` keeps its path private; this is how it reads a SQLite URL.
-        let path = from.strip_prefix("sqlite://").unwrap_or(from);
-        if !std::path::Path::new(path).exists() {
+        let path = source.sqlite_path().unwrap_or(std::path::Path::new(from));
+        if !path.exists() {
             return Err(Error::SourceMissing {
-                path: path.to_owned(),
+                path: path.display().to_string(),
             });
         }
     }

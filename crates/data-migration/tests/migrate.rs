@@ -129,7 +129,7 @@ fn source_and_targets() -> (TestDatabase, Vec<TestDatabase>) {
 }
 
 fn open(db: &TestDatabase) -> DbConnection {
-    Database::parse(&db.url).establish().unwrap()
+    Database::parse(&db.url).unwrap().establish().unwrap()
 }
 
 fn run(source: &TestDatabase, target: &TestDatabase) -> Result<Report, Error> {
@@ -425,7 +425,7 @@ fn text_keys_are_ordered_bytewise_on_a_postgres_with_a_locale_collation() {
         .unwrap();
     fill(&mut source.migrated_connection().unwrap());
     let target = LocaleDatabase::create(&admin);
-    let mut t = Database::parse(&target.url).establish().unwrap();
+    let mut t = Database::parse(&target.url).unwrap().establish().unwrap();
     let report = migrate(&mut open(&source), &mut t, |_| {}).unwrap();
     assert!(report.is_ok(), "{report}");
     let usage = report

@@ -29,6 +29,10 @@ pub enum Error {
     },
     #[error("storage failure")]
     Storage(#[from] diesel::result::Error),
+    /// The storage layer could not run or commit the append's transaction: 503 or 507 by its
+    /// fault (the server reads it from the source chain).
+    #[error("storage failure")]
+    Store(#[from] storage::StoreError),
 }
 
 impl ToProblem for Error {
@@ -72,7 +76,7 @@ impl ToProblem for Error {
                 Slug::ServiceUnavailable,
                 "The ledger is busy; retry shortly.",
             ),
-            Error::Corrupt { .. } | Error::Storage(_) => Problem::internal(),
+            Error::Corrupt { .. } | Error::Storage(_) | Error::Store(_) => Problem::internal(),
         }
     }
 }

@@ -198,11 +198,11 @@ pub fn open_account(
 pub struct Appender(storage::GroupCommit<Append, Result<Recorded, Error>>);
 
 impl Appender {
-    pub fn new(pool: storage::Pool) -> Self {
+    pub fn new(store: storage::Store) -> Self {
         Appender(storage::GroupCommit::new(
-            pool,
-            |conn, jobs| append_batch(conn, jobs),
-            |last| Err(Error::Busy { last }),
+            store,
+            |conn, jobs| append_batch(conn, &jobs),
+            |e| Err(Error::Store(e)),
         ))
     }
 

@@ -159,8 +159,8 @@ fn a_batch_of_refusals_writes_nothing() {
 fn the_combiner_stays_gapless_under_many_threads() {
     on_each_backend(|db, c| {
         open(c, "hot");
-        let pool = Database::parse(&db.url).pool(8).unwrap();
-        let appender = Arc::new(Appender::new(pool));
+        let store = storage::Store::open(Database::parse(&db.url).unwrap(), 8).unwrap();
+        let appender = Arc::new(Appender::new(store));
         let threads: Vec<_> = (0..16)
             .map(|t| {
                 let appender = Arc::clone(&appender);

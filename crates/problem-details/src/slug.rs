@@ -19,10 +19,12 @@ pub enum Slug {
     TooManyRequests,
     InternalServerError,
     ServiceUnavailable,
+    StorageUnavailable,
+    InsufficientStorage,
 }
 
 impl Slug {
-    pub const ALL: [Slug; 16] = [
+    pub const ALL: [Slug; 18] = [
         Slug::BadRequest,
         Slug::InvalidBody,
         Slug::Unauthorized,
@@ -39,6 +41,8 @@ impl Slug {
         Slug::TooManyRequests,
         Slug::InternalServerError,
         Slug::ServiceUnavailable,
+        Slug::StorageUnavailable,
+        Slug::InsufficientStorage,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -59,6 +63,8 @@ impl Slug {
             Slug::TooManyRequests => "too-many-requests",
             Slug::InternalServerError => "internal-server-error",
             Slug::ServiceUnavailable => "service-unavailable",
+            Slug::StorageUnavailable => "storage-unavailable",
+            Slug::InsufficientStorage => "insufficient-storage",
         }
     }
 
@@ -80,7 +86,8 @@ impl Slug {
             Slug::ValidationFailed | Slug::InsufficientFunds => 422,
             Slug::TooManyRequests => 429,
             Slug::InternalServerError => 500,
-            Slug::ServiceUnavailable => 503,
+            Slug::ServiceUnavailable | Slug::StorageUnavailable => 503,
+            Slug::InsufficientStorage => 507,
         }
     }
 
@@ -103,6 +110,8 @@ impl Slug {
             Slug::TooManyRequests => "Too many requests.",
             Slug::InternalServerError => "Internal server error.",
             Slug::ServiceUnavailable => "Service unavailable.",
+            Slug::StorageUnavailable => "Storage unavailable.",
+            Slug::InsufficientStorage => "Insufficient storage.",
         }
     }
 
@@ -150,7 +159,23 @@ impl Slug {
                 "The server failed unexpectedly. The response carries no internals; quote the \
                  X-Request-Id header when reporting it."
             }
-            Slug::ServiceUnavailable => "A dependency of the service is unavailable.",
+            Slug::ServiceUnavailable => {
+                "A dependency of the service is unavailable, busy or too slow (the database is \
+                 unreachable, a lock or statement timeout ran out). Nothing was written. Retry \
+                 after the number of seconds in the Retry-After header."
+            }
+            Slug::StorageUnavailable => {
+                "The database refuses writes: its files are read-only or immutable, the \
+                 operating system reported an I/O error, or the files at the configured path \
+                 were replaced or deleted under the running server. Nothing was written. The \
+                 service accepts writes again without a restart once the files are writable \
+                 (replaced files need a restart). Retry after the Retry-After header."
+            }
+            Slug::InsufficientStorage => {
+                "The database's disk is full. Nothing was written. The service accepts writes \
+                 again without a restart once space is freed; retry after the Retry-After \
+                 header."
+            }
         }
     }
 }

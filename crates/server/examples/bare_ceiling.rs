@@ -30,7 +30,7 @@ async fn get_note(pool: web::Data<Pool>, id: web::Path<i64>) -> HttpResponse {
         notes::table
             .find(id)
             .select((notes::id, notes::title, notes::body))
-            .first::<(i64, String, String)>(&mut *conn)
+            .first::<(i64, String, String)>(&mut **conn)
             .ok()
     })
     .await
@@ -49,7 +49,7 @@ async fn main() -> std::io::Result<()> {
         .next()
         .unwrap_or_else(|| "sqlite://data/service.db".to_owned());
     let bind = args.next().unwrap_or_else(|| "127.0.0.1:8090".to_owned());
-    let db = Database::parse(&url);
+    let db = Database::parse(&url).map_err(std::io::Error::other)?;
     let size = server::app::pool_size(db.backend());
     let pool = db.pool(size).map_err(std::io::Error::other)?;
     HttpServer::new(move || {

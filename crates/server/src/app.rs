@@ -11,7 +11,7 @@ use actix_web::{HttpResponse, HttpServer};
 use anyhow::Context;
 use apistos::app::{BuildConfig, OpenApiWrapper};
 use serde_json::Value;
-use storage::Database;
+use storage::{Database, Store};
 
 use crate::db::Db;
 use crate::middleware::deprecation::{self, V1Policy};
@@ -49,19 +49,31 @@ pub struct Application {
 
 /// Opens the database named by `settings.database_url` and applies pending migrations.
 pub async fn open_database(settings: &Settings) -> anyhow::Result<Db> {
-    let database = Database::parse(&settings.database_url);
-    let backend = database.backend();
-    let pool = web::block(move || -> anyhow::Result<_> {
-        let pool = database
-            .pool(pool_size(backend))
+    let database = settings.database()?;
+    let store = web::block(move || -> anyhow::Result<_> {
+        // Opening the store first creates the SQLite directory.
+        let store = Store::open(database.clone(), pool_size(database.backend()))
             .context("DATABASE_URL: cannot connect")?;
-        let mut conn = pool.get().context("DATABASE_URL: cannot connect")?;
-        storage::run_migrations(&mut conn)
-            .map_err(|e| anyhow::anyhow!("DATABASE_URL: migrations failed: {e}"))?;
-        Ok(pool)
+        migrate(&database)?;
+        Ok(store)
     })
     .await??;
-    Ok(Db::new(pool, backend))
+    Ok(Db::new(store))
+}
+
+/// Applies pending migrations on a connection of its own, without the statement timeout that
+/// bounds requests (a migration that backfills a large table may run for minutes).
+fn migrate(database: &Database) -> anyhow::Result<()> {
+    let unbounded = database.clone().with_timeouts(storage::Timeouts {
+        statement: std::time::Duration::ZERO,
+        ..database.timeouts
+    });
+    let mut conn = unbounded
+        .establish()
+        .context("DATABASE_URL: cannot connect")?;
+    storage::run_migrations(&mut conn)
+        .map_err(|e| anyhow::anyhow!("DATABASE_URL: migrations failed: {e}"))?;
+    Ok(())
 }
 
 pub fn pool_size(backend: storage::Backend) -> u32 {
@@ -87,8 +99,8 @@ impl Application {
         let port = listener.local_addr()?.port();
         let doc = Arc::new(openapi::generate().await);
         let shared = Shared {
-            appender: Data::new(ledger::Appender::new(db.pool().clone())),
-            recorder: Data::new(webhooks::Recorder::new(db.pool().clone())),
+            appender: Data::new(ledger::Appender::new(db.store().clone())),
+            recorder: Data::new(webhooks::Recorder::new(db.store().clone())),
             db: Data::new(db),
             info: Data::new(AppInfo {
                 service_name: settings.service_name.clone(),

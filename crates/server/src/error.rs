@@ -6,17 +6,21 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use apistos::paths::{MediaType, Response};
 use apistos::reference_or::ReferenceOr;
 use apistos::{ApiErrorComponent, ApistosSchema, OpenApiVersion, VersionSpecificSchema};
-use problem_details::{Problem, ToProblem};
+use problem_details::{Problem, Slug, ToProblem};
+use storage::{Fault, StoreError};
 
 /// A problem on its way to the client, plus the cause for the log (never for the client).
 #[derive(Debug)]
 pub struct ApiError {
     pub problem: Box<Problem>,
     cause: Option<String>,
+    /// Sent with the problem (`Retry-After` of a 503, for example).
+    headers: Vec<(HeaderName, HeaderValue)>,
 }
 
 impl ApiError {
@@ -24,20 +28,68 @@ impl ApiError {
         ApiError {
             problem: Box::new(problem),
             cause: None,
+            headers: Vec::new(),
         }
     }
 
     /// A 500 whose cause goes to the log only.
     pub fn internal(cause: impl fmt::Display) -> Self {
         ApiError {
-            problem: Box::new(Problem::internal()),
             cause: Some(cause.to_string()),
+            ..ApiError::new(Problem::internal())
         }
+    }
+
+    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
+    /// What the client is told about a storage fault: 507 `insufficient-storage` for a full
+    /// disk, 503 `storage-unavailable` when the files refuse writes, 503 `service-unavailable`
+    /// when the database is busy, slow or unreachable; each with `Retry-After`. The cause goes
+    /// to the log (the `problems` middleware logs every 5xx with its request id).
+    pub fn fault(fault: Fault, cause: impl fmt::Display) -> Self {
+        let (slug, detail) = match fault {
+            Fault::Full => (
+                Slug::InsufficientStorage,
+                "The database's disk is full; nothing was written.",
+            ),
+            Fault::ReadOnly | Fault::Io | Fault::Replaced => (
+                Slug::StorageUnavailable,
+                "The database refuses writes; nothing was written.",
+            ),
+            Fault::Busy | Fault::Timeout | Fault::Unavailable => (
+                Slug::ServiceUnavailable,
+                "The database is unavailable; retry shortly.",
+            ),
+        };
+        ApiError {
+            cause: Some(format!("storage {fault}: {cause}")),
+            ..ApiError::new(Problem::new(slug, detail))
+        }
+        .with_header(
+            header::RETRY_AFTER,
+            HeaderValue::from(fault.retry_after_secs()),
+        )
+    }
+
+    /// A server-side failure: the storage fault in its source chain if there is one, else a 500.
+    /// Either way the whole chain goes to the log.
+    pub fn server_side(err: &(dyn std::error::Error + 'static)) -> Self {
+        match Fault::find(err) {
+            Some(fault) => ApiError::fault(fault, chain(err)),
+            None => ApiError::internal(chain(err)),
+        }
+    }
+
+    pub fn from_store(err: StoreError) -> Self {
+        ApiError::fault(err.fault, &err.detail)
     }
 }
 
 /// The full source chain of an error, for the log line of a 500.
-fn chain(err: &dyn std::error::Error) -> String {
+pub fn chain(err: &dyn std::error::Error) -> String {
     let mut out = err.to_string();
     let mut source = err.source();
     while let Some(s) = source {
@@ -50,15 +102,14 @@ fn chain(err: &dyn std::error::Error) -> String {
 
 impl<E> From<E> for ApiError
 where
-    E: ToProblem + std::error::Error,
+    E: ToProblem + std::error::Error + 'static,
 {
     fn from(err: E) -> Self {
         let problem = err.to_problem();
-        let cause = (problem.status >= 500).then(|| chain(&err));
-        ApiError {
-            problem: Box::new(problem),
-            cause,
+        if problem.status >= 500 {
+            return ApiError::server_side(&err);
         }
+        ApiError::new(problem)
     }
 }
 
@@ -81,7 +132,11 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        let mut res = HttpResponse::build(self.status_code()).finish();
+        let mut builder = HttpResponse::build(self.status_code());
+        for header in &self.headers {
+            builder.insert_header(header.clone());
+        }
+        let mut res = builder.finish();
         res.extensions_mut().insert(PendingProblem {
             problem: (*self.problem).clone(),
             cause: self.cause.clone(),
@@ -126,7 +181,7 @@ pub fn problem_schema() -> serde_json::Value {
 }
 
 /// Statuses any operation may document; each operation picks its own with `error_code`.
-const DOCUMENTED: [(u16, &str); 10] = [
+const DOCUMENTED: [(u16, &str); 11] = [
     (400, "Malformed request."),
     (401, "Missing or invalid credentials."),
     (403, "Credentials do not allow this operation."),
@@ -137,6 +192,7 @@ const DOCUMENTED: [(u16, &str); 10] = [
     (422, "Invalid input; `errors` lists every invalid field."),
     (429, "Rate limit exceeded."),
     (503, "A dependency is unavailable."),
+    (507, "The database's disk is full; nothing was written."),
 ];
 
 impl ApiErrorComponent for ApiError {

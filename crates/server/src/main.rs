@@ -66,9 +66,7 @@ async fn run() -> anyhow::Result<()> {
                 "listening on http://{}:{} (database: {})",
                 settings.bind.ip(),
                 app.port(),
-                storage::Database::parse(&settings.database_url)
-                    .backend()
-                    .as_str()
+                settings.database()?.backend().as_str()
             );
             app.run_until_stopped().await?;
         }
@@ -88,11 +86,11 @@ async fn run() -> anyhow::Result<()> {
             }
         }
         Command::LedgerCheck => {
-            let settings = init()?;
+            let settings = init_tool()?;
             let db = server::app::open_database(&settings).await?;
-            let pool = db.pool().clone();
+            let store = db.store().clone();
             let report = actix_web::web::block(move || -> anyhow::Result<_> {
-                let mut conn = pool.get()?;
+                let mut conn = store.checkout()?;
                 Ok(ledger::check::check_all(&mut conn)?)
             })
             .await??;
@@ -110,11 +108,12 @@ async fn run() -> anyhow::Result<()> {
             }
         }
         Command::SeedArticles { count, batch } => {
-            let settings = init()?;
+            let settings = init_tool()?;
             let db = server::app::open_database(&settings).await?;
             let started = std::time::Instant::now();
+            // The seed commits its own transactions, many batches each.
             let inserted = db
-                .run(move |c| {
+                .read(move |c| {
                     articles::service::seed(c, count, batch, |done| {
                         log::info!("{done} of {count} articles inserted");
                     })
@@ -165,5 +164,13 @@ async fn migrate_data(from: String, to: String) -> anyhow::Result<()> {
 fn init() -> anyhow::Result<Settings> {
     let settings = Settings::from_env()?;
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    Ok(settings)
+}
+
+/// [`init`] for the one-shot commands: a ledger check or a seed over a large database may run
+/// statements longer than the timeout that bounds a request.
+fn init_tool() -> anyhow::Result<Settings> {
+    let mut settings = init()?;
+    settings.db_timeouts.statement = std::time::Duration::ZERO;
     Ok(settings)
 }

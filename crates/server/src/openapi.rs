@@ -9,7 +9,7 @@ use apistos::info::Info;
 use apistos::spec::Spec;
 use serde_json::{Value, json};
 
-use crate::error::{PROBLEM_SCHEMA, problem_schema};
+use crate::error::{PROBLEM_CONTENT_TYPE, PROBLEM_SCHEMA, problem_schema};
 use crate::middleware::deprecation::is_v1;
 use crate::middleware::problems::RouteTable;
 
@@ -323,13 +323,80 @@ fn document_v1(doc: &mut Value) {
                 .flat_map(|r| r.values_mut())
                 .filter_map(Value::as_object_mut);
             for response in responses {
-                response.insert("headers".to_owned(), v1_response_headers());
+                let headers = response.entry("headers").or_insert_with(|| json!({}));
+                if let (Some(headers), Value::Object(v1)) =
+                    (headers.as_object_mut(), v1_response_headers())
+                {
+                    headers.extend(v1);
+                }
+            }
+        }
+    }
+}
+
+/// Operations that never touch the database, so no storage fault can reach them.
+const NO_DATABASE: [&str; 6] = [
+    "/",
+    "/problems/{slug}",
+    "/examples/ping",
+    "/machine/health",
+    "/examples/protected",
+    "/health",
+];
+
+/// Every operation that touches the database may answer 503 (unreachable, busy, read-only or
+/// replaced files); every write may also answer 507 (full disk). Both carry `Retry-After`.
+/// Documented here once instead of on each handler, so a new route gets it too.
+fn document_storage_faults(doc: &mut Value) {
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let answer = |description: &str| {
+        json!({
+            "description": description,
+            "headers": {"Retry-After": {
+                "description": "Seconds to wait before retrying.",
+                "schema": {"type": "integer"}
+            }},
+            "content": {PROBLEM_CONTENT_TYPE: {"schema": {
+                "$ref": format!("#/components/schemas/{PROBLEM_SCHEMA}")
+            }}}
+        })
+    };
+    for (_, item) in paths
+        .iter_mut()
+        .filter(|(path, _)| !NO_DATABASE.contains(&path.as_str()))
+    {
+        let operations = item
+            .as_object_mut()
+            .into_iter()
+            .flat_map(|m| m.iter_mut())
+            .filter(|(method, _)| METHODS.contains(&method.as_str()));
+        for (method, op) in operations {
+            let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            responses.insert(
+                "503".to_owned(),
+                answer(
+                    "The database is unavailable, busy or refuses writes (service-unavailable, \
+                     storage-unavailable); nothing was written.",
+                ),
+            );
+            if matches!(method.as_str(), "post" | "put" | "patch" | "delete") {
+                responses.insert(
+                    "507".to_owned(),
+                    answer(
+                        "The database's disk is full (insufficient-storage); nothing was written.",
+                    ),
+                );
             }
         }
     }
 }
 
 fn complete(mut doc: Value) -> Value {
+    document_storage_faults(&mut doc);
     document_v1(&mut doc);
     if let Some(schemas) = doc
         .pointer_mut("/components/schemas")

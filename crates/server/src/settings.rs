@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 /// A secret value: printed as `***` by Debug and Display so it never reaches a log line.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -27,6 +28,15 @@ impl fmt::Debug for Secret {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub database_url: String,
+    /// `DB_CHECKOUT_TIMEOUT_MS`, `DB_CONNECT_TIMEOUT_MS`, `DB_STATEMENT_TIMEOUT_MS`,
+    /// `DB_LOCK_TIMEOUT_MS`, `DB_QUEUE_TIMEOUT_MS`: every wait on the database is bounded.
+    pub db_timeouts: storage::Timeouts,
+    /// `SQLITE_SYNCHRONOUS`: `full` (default: an acknowledged write survives power loss) or
+    /// `normal`.
+    pub sqlite_synchronous: storage::Synchronous,
+    /// `SQLITE_MAX_PAGES`: a cap on the SQLite file in pages (4 KiB each); writes past it are
+    /// refused like writes on a full disk (507). Unset: no cap.
+    pub sqlite_max_pages: Option<u32>,
     pub bind: SocketAddr,
     pub service_name: String,
     /// `API_KEYS`: keys accepted by `/machine/health` (none: it always answers 401).
@@ -86,6 +96,9 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             database_url: DEFAULT_DATABASE_URL.to_owned(),
+            db_timeouts: storage::Timeouts::default(),
+            sqlite_synchronous: storage::Synchronous::default(),
+            sqlite_max_pages: None,
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             service_name: DEFAULT_SERVICE_NAME.to_owned(),
             api_keys: Vec::new(),
@@ -107,6 +120,14 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The database `DATABASE_URL` names, with the configured timeouts and durability.
+    pub fn database(&self) -> Result<storage::Database, ConfigError> {
+        Ok(parse_database(&self.database_url)?
+            .with_timeouts(self.db_timeouts)
+            .with_synchronous(self.sqlite_synchronous)
+            .with_max_pages(self.sqlite_max_pages))
+    }
+
     /// Reads the process environment (after loading `.env` if present).
     pub fn from_env() -> Result<Settings, ConfigError> {
         let _ = dotenvy::dotenv();
@@ -117,8 +138,38 @@ impl Settings {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
         let defaults = Settings::default();
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let database_url = get("DATABASE_URL").unwrap_or(defaults.database_url);
+        parse_database(&database_url)?;
+        let t = defaults.db_timeouts;
+        let millis = |variable: &'static str, default: Duration| {
+            parse(variable, get(variable), |v| {
+                v.parse::<u64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .map(Duration::from_millis)
+                    .ok_or("expected a positive number of milliseconds")
+            })
+            .map(|v| v.unwrap_or(default))
+        };
         Ok(Settings {
-            database_url: get("DATABASE_URL").unwrap_or(defaults.database_url),
+            database_url,
+            db_timeouts: storage::Timeouts {
+                checkout: millis("DB_CHECKOUT_TIMEOUT_MS", t.checkout)?,
+                connect: millis("DB_CONNECT_TIMEOUT_MS", t.connect)?,
+                statement: millis("DB_STATEMENT_TIMEOUT_MS", t.statement)?,
+                lock: millis("DB_LOCK_TIMEOUT_MS", t.lock)?,
+                queue: millis("DB_QUEUE_TIMEOUT_MS", t.queue)?,
+            },
+            sqlite_synchronous: parse("SQLITE_SYNCHRONOUS", get("SQLITE_SYNCHRONOUS"), |v| {
+                storage::Synchronous::parse(v).ok_or("expected full or normal")
+            })?
+            .unwrap_or_default(),
+            sqlite_max_pages: parse("SQLITE_MAX_PAGES", get("SQLITE_MAX_PAGES"), |v| {
+                v.parse::<u32>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or("expected a positive number of pages")
+            })?,
             bind: parse("BIND", get("BIND"), |v| {
                 v.parse().map_err(|_| "expected host:port")
             })?
@@ -221,6 +272,13 @@ fn secret(variable: &'static str, raw: Option<String>) -> Result<Option<Secret>,
     }
 }
 
+fn parse_database(url: &str) -> Result<storage::Database, ConfigError> {
+    storage::Database::parse(url).map_err(|e| ConfigError {
+        variable: "DATABASE_URL",
+        message: e.to_string(),
+    })
+}
+
 /// Comma-separated origins, each `http(s)://host[:port]` with no path.
 fn parse_origins(v: &str) -> Result<Vec<String>, &'static str> {
     let origins: Vec<String> = v
@@ -281,6 +339,46 @@ mod tests {
         assert_eq!(s.max_body_bytes, 1_048_576);
         assert_eq!(s.rate_limit_per_minute, None);
         assert!(!s.trust_forwarded_for);
+    }
+
+    #[test]
+    fn database_url_scheme_and_timeouts() {
+        for bad in ["mysql://host/db", "postgress://u@h/db"] {
+            let err = settings(&[("DATABASE_URL", bad)]).unwrap_err();
+            assert_eq!(err.variable, "DATABASE_URL", "{bad}");
+        }
+        assert_eq!(
+            settings(&[("DATABASE_URL", "data/x.db")])
+                .unwrap()
+                .database()
+                .unwrap()
+                .backend(),
+            storage::Backend::Sqlite
+        );
+        let s = settings(&[
+            ("DB_STATEMENT_TIMEOUT_MS", "700"),
+            ("SQLITE_SYNCHRONOUS", "normal"),
+        ])
+        .unwrap();
+        assert_eq!(s.db_timeouts.statement, Duration::from_millis(700));
+        assert_eq!(s.sqlite_synchronous, storage::Synchronous::Normal);
+        assert_eq!(
+            settings(&[]).unwrap().sqlite_synchronous,
+            storage::Synchronous::Full
+        );
+        for var in [
+            "DB_CHECKOUT_TIMEOUT_MS",
+            "DB_LOCK_TIMEOUT_MS",
+            "DB_QUEUE_TIMEOUT_MS",
+        ] {
+            assert_eq!(settings(&[(var, "0")]).unwrap_err().variable, var);
+        }
+        assert_eq!(
+            settings(&[("SQLITE_SYNCHRONOUS", "off")])
+                .unwrap_err()
+                .variable,
+            "SQLITE_SYNCHRONOUS"
+        );
     }
 
     #[test]

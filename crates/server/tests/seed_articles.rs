@@ -27,7 +27,7 @@ fn seeds_n_articles_in_batches_on_a_fresh_database() {
     assert!(text.starts_with("inserted 2500 articles in "), "{text}");
     // Again: another 2,500 of the same sequence.
     assert!(seed(&url, &["2500"]).status.success());
-    let mut conn = storage::Database::parse(&url).establish().unwrap();
+    let mut conn = storage::Database::parse(&url).unwrap().establish().unwrap();
     assert_eq!(articles::repo::count(&mut conn).unwrap(), 5000);
     let page = articles::repo::list_cursor(
         &mut conn,

@@ -43,6 +43,10 @@ impl Backend {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
+    #[error(
+        "unsupported scheme {0:?}: expected sqlite://, postgres:// or postgresql:// (or a bare file path for SQLite)"
+    )]
+    Scheme(String),
     #[error("cannot create the directory for the SQLite database: {0}")]
     CreateDir(#[source] std::io::Error),
     #[error("cannot open the database: {0}")]
@@ -53,90 +57,238 @@ pub enum StorageError {
     Configure(#[source] diesel::result::Error),
 }
 
-/// Where the data lives: the parsed form of `DATABASE_URL`.
+/// SQLite's `synchronous` setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    /// Every commit is flushed to disk before it returns: an acknowledged write survives power
+    /// loss. The group-commit writers share one flush among every write of a batch.
+    #[default]
+    Full,
+    /// WAL frames are flushed only at checkpoints: a power loss (not a process crash) may roll
+    /// back the last acknowledged writes.
+    Normal,
+}
+
+impl Synchronous {
+    pub fn parse(value: &str) -> Option<Synchronous> {
+        match value.to_ascii_lowercase().as_str() {
+            "full" => Some(Synchronous::Full),
+            "normal" => Some(Synchronous::Normal),
+            _ => None,
+        }
+    }
+
+    fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        }
+    }
+}
+
+/// How long the storage layer waits for anything, so that no request hangs on the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Taking a connection from the pool (which includes connecting when none is idle).
+    pub checkout: Duration,
+    /// Establishing a PostgreSQL connection (libpq `connect_timeout`, whole seconds, at least 2).
+    pub connect: Duration,
+    /// One statement (PostgreSQL `statement_timeout`).
+    pub statement: Duration,
+    /// Waiting for a lock: PostgreSQL `lock_timeout`, SQLite `busy_timeout`, and the wait for
+    /// this process's SQLite write lock.
+    pub lock: Duration,
+    /// A job waiting in a group-commit queue before its batch starts.
+    pub queue: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            checkout: Duration::from_millis(1500),
+            connect: Duration::from_secs(2),
+            statement: Duration::from_secs(5),
+            lock: Duration::from_secs(2),
+            queue: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Where the data lives: the parsed form of `DATABASE_URL`, plus how to talk to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Database {
     backend: Backend,
     /// For PostgreSQL the URL as given; for SQLite a file path.
     target: String,
+    pub timeouts: Timeouts,
+    pub synchronous: Synchronous,
+    /// SQLite: a cap on the database file, in pages (`PRAGMA max_page_count`); writes past it
+    /// fail as on a full disk.
+    pub max_pages: Option<u32>,
 }
 
 impl Database {
-    /// `postgres://` and `postgresql://` select PostgreSQL; `sqlite://path` or a bare path
-    /// selects SQLite.
-    pub fn parse(url: &str) -> Database {
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Database {
-                backend: Backend::Postgres,
-                target: url.to_owned(),
-            }
-        } else {
-            let path = url.strip_prefix("sqlite://").unwrap_or(url);
-            Database {
-                backend: Backend::Sqlite,
-                target: path.to_owned(),
-            }
-        }
+    /// `postgres://` and `postgresql://` select PostgreSQL; `sqlite://path` or a bare path (no
+    /// `://`) selects SQLite. Any other scheme is refused: a typo such as `postgress://` must
+    /// not quietly start on a new SQLite file in a directory named `postgress:`.
+    pub fn parse(url: &str) -> Result<Database, StorageError> {
+        let (backend, target) =
+            if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+                (Backend::Postgres, url)
+            } else if let Some(path) = url.strip_prefix("sqlite://") {
+                (Backend::Sqlite, path)
+            } else if let Some((scheme, _)) = url.split_once("://") {
+                return Err(StorageError::Scheme(scheme.to_owned()));
+            } else {
+                (Backend::Sqlite, url)
+            };
+        Ok(Database {
+            backend,
+            target: target.to_owned(),
+            timeouts: Timeouts::default(),
+            synchronous: Synchronous::default(),
+            max_pages: None,
+        })
+    }
+
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
+    }
+
+    pub fn with_synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+
+    pub fn with_max_pages(mut self, max_pages: Option<u32>) -> Self {
+        self.max_pages = max_pages;
+        self
     }
 
     pub fn backend(&self) -> Backend {
         self.backend
     }
 
+    /// The SQLite file (`None` for PostgreSQL and for `:memory:`).
+    pub fn sqlite_path(&self) -> Option<&Path> {
+        (self.backend == Backend::Sqlite && self.target != ":memory:")
+            .then(|| Path::new(&self.target))
+    }
+
     /// Opens one connection, configured for this service.
     pub fn establish(&self) -> Result<DbConnection, StorageError> {
+        let t = &self.timeouts;
         match self.backend {
-            Backend::Postgres => Ok(DbConnection::Postgresql(PgConnection::establish(
-                &self.target,
-            )?)),
+            Backend::Postgres => {
+                let mut conn = PgConnection::establish(&self.pg_url())?;
+                conn.batch_execute(&format!(
+                    "SET statement_timeout = {}; SET lock_timeout = {}; \
+                     SET idle_in_transaction_session_timeout = {};",
+                    t.statement.as_millis(),
+                    t.lock.as_millis(),
+                    // A transaction left open by a stuck client must not hold locks forever.
+                    (t.statement * 2).as_millis(),
+                ))
+                .map_err(StorageError::Configure)?;
+                Ok(DbConnection::Postgresql(conn))
+            }
             Backend::Sqlite => {
                 let mut conn = SqliteConnection::establish(&self.target)?;
                 // busy_timeout first: the other pragmas may already need to wait for a lock.
-                conn.batch_execute(
-                    "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; \
-                     PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; \
+                conn.batch_execute(&format!(
+                    "PRAGMA busy_timeout={}; PRAGMA journal_mode=WAL; \
+                     PRAGMA synchronous={}; PRAGMA foreign_keys=ON; \
                      PRAGMA wal_autocheckpoint=10000;",
-                )
+                    t.lock.as_millis(),
+                    self.synchronous.pragma(),
+                ))
                 .map_err(StorageError::Configure)?;
+                if let Some(pages) = self.max_pages {
+                    conn.batch_execute(&format!("PRAGMA max_page_count={pages};"))
+                        .map_err(StorageError::Configure)?;
+                }
                 Ok(DbConnection::Sqlite(conn))
             }
         }
     }
 
-    /// A pool of at most `max_size` connections (SQLite is capped at 8: one writer at a time
-    /// makes more connections useless). Nothing is opened until first use beyond one idle
-    /// connection, so many pools (tests, instances) stay cheap.
-    pub fn pool(&self, max_size: u32) -> Result<Pool, StorageError> {
-        if self.backend == Backend::Sqlite
-            && self.target != ":memory:"
-            && let Some(dir) = Path::new(&self.target).parent()
-            && !dir.as_os_str().is_empty()
-        {
-            std::fs::create_dir_all(dir).map_err(StorageError::CreateDir)?;
+    /// The PostgreSQL URL with libpq's `connect_timeout` added unless it names one: without it
+    /// a connection to an unreachable host waits for the operating system's TCP timeout.
+    fn pg_url(&self) -> String {
+        if self.target.contains("connect_timeout=") {
+            return self.target.clone();
         }
-        let max_size = match self.backend {
-            Backend::Sqlite => max_size.clamp(1, 8),
-            Backend::Postgres => max_size.max(1),
-        };
-        Ok(r2d2::Pool::builder()
-            .max_size(max_size)
-            .min_idle(Some(1))
-            .connection_timeout(Duration::from_secs(10))
-            .build(Manager::new(self.clone()))?)
+        let secs = self.timeouts.connect.as_secs().max(2);
+        let sep = if self.target.contains('?') { '&' } else { '?' };
+        format!("{}{sep}connect_timeout={secs}", self.target)
     }
 
-    /// Like [`Database::pool`] but returns at once even when the database is unreachable, so
-    /// the service can start and report `db: error` on `/health`.
-    pub fn lazy_pool(&self, max_size: u32) -> Pool {
+    fn pool_builder(&self, max_size: u32) -> r2d2::Builder<Manager> {
         let max_size = match self.backend {
             Backend::Sqlite => max_size.clamp(1, 8),
             Backend::Postgres => max_size.max(1),
         };
         r2d2::Pool::builder()
             .max_size(max_size)
+            .connection_timeout(self.timeouts.checkout)
+            // r2d2 logs every failed connect at error level; the requests that needed the
+            // connection log their own failure with the request id.
+            .error_handler(Box::new(r2d2::NopErrorHandler))
+    }
+
+    /// A pool of at most `max_size` connections (SQLite is capped at 8: one writer at a time
+    /// makes more connections useless). Nothing is opened until first use beyond one idle
+    /// connection, so many pools (tests, instances) stay cheap.
+    pub fn pool(&self, max_size: u32) -> Result<Pool, StorageError> {
+        if let Some(dir) = self.sqlite_path().and_then(Path::parent)
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir).map_err(StorageError::CreateDir)?;
+        }
+        Ok(self
+            .pool_builder(max_size)
+            .min_idle(Some(1))
+            .build(Manager::new(self.clone()))?)
+    }
+
+    /// Like [`Database::pool`] but returns at once even when the database is unreachable, so
+    /// the service can start and report `db: error` on `/health`.
+    pub fn lazy_pool(&self, max_size: u32) -> Pool {
+        self.pool_builder(max_size)
             .min_idle(Some(0))
-            .connection_timeout(Duration::from_secs(2))
             .build_unchecked(Manager::new(self.clone()))
+    }
+}
+
+/// A pooled connection, and whether it may serve another request.
+pub struct Conn {
+    inner: DbConnection,
+    discard: bool,
+}
+
+impl Conn {
+    /// This connection goes back to the pool only to be closed (see
+    /// [`crate::Fault::discards_connection`]).
+    pub fn discard(&mut self) {
+        self.discard = true;
+    }
+
+    pub fn is_discarded(&self) -> bool {
+        self.discard
+    }
+}
+
+impl std::ops::Deref for Conn {
+    type Target = DbConnection;
+    fn deref(&self) -> &DbConnection {
+        &self.inner
+    }
+}
+
+impl std::ops::DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut DbConnection {
+        &mut self.inner
     }
 }
 
@@ -151,8 +303,7 @@ pub struct Manager {
 
 impl Manager {
     fn new(db: Database) -> Manager {
-        let checkpointer = (db.backend == Backend::Sqlite && db.target != ":memory:")
-            .then(|| checkpointer(db.clone()));
+        let checkpointer = db.sqlite_path().is_some().then(|| checkpointer(db.clone()));
         Manager {
             db,
             _checkpointer: checkpointer,
@@ -236,23 +387,27 @@ fn lower_own_priority() {
 }
 
 impl r2d2::ManageConnection for Manager {
-    type Connection = DbConnection;
+    type Connection = Conn;
     type Error = StorageError;
 
-    fn connect(&self) -> Result<DbConnection, StorageError> {
-        self.db.establish()
+    fn connect(&self) -> Result<Conn, StorageError> {
+        Ok(Conn {
+            inner: self.db.establish()?,
+            discard: false,
+        })
     }
 
     /// Runs on every checkout. Diesel's `ping` is a `SELECT 1` with a static query id, so its
     /// prepared statement is cached; a `sql_query` is not, and was parsed again on every
     /// request (6% of the CPU of `GET /notes/{id}` on SQLite).
-    fn is_valid(&self, conn: &mut DbConnection) -> Result<(), StorageError> {
-        conn.ping().map_err(StorageError::Configure)
+    fn is_valid(&self, conn: &mut Conn) -> Result<(), StorageError> {
+        conn.inner.ping().map_err(StorageError::Configure)
     }
 
-    /// A connection whose transaction manager is in an unknown state is not reused.
-    fn has_broken(&self, conn: &mut DbConnection) -> bool {
-        conn.is_broken()
+    /// A connection whose transaction manager is in an unknown state, or that met a fault after
+    /// which it cannot be trusted, is not reused.
+    fn has_broken(&self, conn: &mut Conn) -> bool {
+        conn.discard || conn.inner.is_broken()
     }
 }
 
@@ -262,17 +417,39 @@ mod tests {
 
     #[test]
     fn parses_urls() {
-        assert_eq!(
-            Database::parse("postgres://u@h/db").backend(),
-            Backend::Postgres
-        );
-        assert_eq!(
-            Database::parse("postgresql://u@h/db").backend(),
-            Backend::Postgres
-        );
-        let s = Database::parse("sqlite://data/service.db");
+        let parse = |url| Database::parse(url).unwrap();
+        assert_eq!(parse("postgres://u@h/db").backend(), Backend::Postgres);
+        assert_eq!(parse("postgresql://u@h/db").backend(), Backend::Postgres);
+        let s = parse("sqlite://data/service.db");
         assert_eq!(s.backend(), Backend::Sqlite);
         assert_eq!(s.target, "data/service.db");
-        assert_eq!(Database::parse("/tmp/x.db").target, "/tmp/x.db");
+        assert_eq!(parse("/tmp/x.db").target, "/tmp/x.db");
+        assert_eq!(parse("data/x.db").target, "data/x.db");
+    }
+
+    #[test]
+    fn refuses_other_schemes() {
+        for url in [
+            "mysql://host/db",
+            "postgress://u@h/db",
+            "sqlite3://x.db",
+            "http://x",
+        ] {
+            let err = Database::parse(url).unwrap_err();
+            assert!(matches!(err, StorageError::Scheme(_)), "{url}: {err}");
+        }
+    }
+
+    #[test]
+    fn postgres_gets_a_connect_timeout() {
+        let db = Database::parse("postgres://u@h/db").unwrap();
+        assert_eq!(db.pg_url(), "postgres://u@h/db?connect_timeout=2");
+        let db = Database::parse("postgres://u@h/db?sslmode=disable").unwrap();
+        assert_eq!(
+            db.pg_url(),
+            "postgres://u@h/db?sslmode=disable&connect_timeout=2"
+        );
+        let db = Database::parse("postgres://u@h/db?connect_timeout=9").unwrap();
+        assert_eq!(db.pg_url(), "postgres://u@h/db?connect_timeout=9");
     }
 }

@@ -20,27 +20,34 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use crate::{DbConnection, Pool, PooledConn};
+use crate::fault::{Failure, Fault, StoreError};
+use crate::{DbConnection, PooledConn, Store};
 
 /// At most this many jobs share a transaction (PostgreSQL allows 65,535 bind parameters per
 /// statement; a job's row takes a handful).
 pub const MAX_BATCH: usize = 256;
 
-/// Runs a batch in one transaction and returns one answer per job, in order.
-pub type RunBatch<J, R> = fn(&mut DbConnection, &[&J]) -> Vec<R>;
+/// Runs a batch inside the writer's transaction and returns one answer per job, in order. A job
+/// the database refuses must not fail its neighbours: the function runs each job (or the whole
+/// batch) in a nested transaction (a savepoint) and answers a refusal for that job alone.
+pub type RunBatch<J, R> = fn(&mut DbConnection, Vec<J>) -> Vec<R>;
+
+/// A queued job, its caller's answer channel, and when it was queued.
+type Queued<J, R> = (J, oneshot::Sender<R>, Instant);
 
 pub struct GroupCommit<J, R> {
-    jobs: mpsc::Sender<(J, oneshot::Sender<R>)>,
-    /// The answer when there is no connection, the batch panicked, or the writer is gone.
-    failed: fn(String) -> R,
+    jobs: mpsc::Sender<Queued<J, R>>,
+    /// The answer when the batch could not run or commit (no connection, no lock, a failed
+    /// `COMMIT`, replaced files, a panic, a job that waited too long).
+    failed: fn(StoreError) -> R,
 }
 
 impl<J: Send + 'static, R: Send + 'static> GroupCommit<J, R> {
     /// Starts the writer thread; it stops when the `GroupCommit` is dropped.
-    pub fn new(pool: Pool, run: RunBatch<J, R>, failed: fn(String) -> R) -> Self {
+    pub fn new(store: Store, run: RunBatch<J, R>, failed: fn(StoreError) -> R) -> Self {
         let (jobs, queue) = mpsc::channel();
         let writer = Writer {
-            pool,
+            store,
             run,
             failed,
             queue,
@@ -73,21 +80,24 @@ impl<J: Send + 'static, R: Send + 'static> GroupCommit<J, R> {
     fn enqueue(&self, job: J) -> Result<oneshot::Receiver<R>, R> {
         let (tx, rx) = oneshot::channel();
         self.jobs
-            .send((job, tx))
+            .send((job, tx, Instant::now()))
             .map(|()| rx)
             .map_err(|_| self.writer_gone())
     }
 
     fn writer_gone(&self) -> R {
-        (self.failed)("the group-commit writer stopped".into())
+        (self.failed)(StoreError::new(
+            Fault::Unavailable,
+            "the group-commit writer stopped",
+        ))
     }
 }
 
 /// How long the writer keeps one connection while batches keep coming. Taking a connection from
 /// the pool runs the pool's check query (a round trip on PostgreSQL) and, on SQLite, may hand
 /// over a connection whose page cache is cold; under load that cost came once per batch. The
-/// bound keeps that check running at least this often, so a connection that broke (a restarted
-/// PostgreSQL server) fails at most this long before it is replaced.
+/// bound keeps that check running at least this often. A held connection that died in between
+/// fails its `BEGIN`, and the batch begins again on a fresh one ([`Store::begin`]).
 const HOLD_AT_MOST: Duration = Duration::from_millis(100);
 
 /// The writer's connection, while it keeps one.
@@ -97,10 +107,10 @@ struct Held {
 }
 
 struct Writer<J, R> {
-    pool: Pool,
+    store: Store,
     run: RunBatch<J, R>,
-    failed: fn(String) -> R,
-    queue: mpsc::Receiver<(J, oneshot::Sender<R>)>,
+    failed: fn(StoreError) -> R,
+    queue: mpsc::Receiver<Queued<J, R>>,
 }
 
 impl<J, R> Writer<J, R> {
@@ -127,39 +137,81 @@ impl<J, R> Writer<J, R> {
                     Err(_) => break,
                 }
             }
-            let jobs: Vec<&J> = batch.iter().map(|(job, _)| job).collect();
-            let answers = catch_unwind(AssertUnwindSafe(|| self.run_batch(&mut held, &jobs)))
-                .unwrap_or_else(|_| {
-                    // Whatever the batch left on its connection is unknown: not reused.
-                    held = None;
-                    self.fail_all(jobs.len(), "the batch panicked")
-                });
-            for ((_, reply), answer) in batch.into_iter().zip(answers) {
-                // A caller that stopped waiting (its request was dropped) needs no answer.
-                let _ = reply.send(answer);
-            }
+            self.serve_batch(&mut held, batch);
         }
     }
 
-    /// Runs a batch on the held connection, taking one from the pool first when there is none
-    /// or it has been held for [`HOLD_AT_MOST`].
-    fn run_batch(&self, held: &mut Option<Held>, jobs: &[&J]) -> Vec<R> {
-        let h = match held.take().filter(|h| h.since.elapsed() <= HOLD_AT_MOST) {
-            Some(h) => held.insert(h),
-            None => match self.pool.get() {
-                Ok(conn) => held.insert(Held {
-                    conn,
-                    since: Instant::now(),
-                }),
-                Err(e) => return self.fail_all(jobs.len(), &e.to_string()),
-            },
+    /// Answers the jobs that waited past the queue timeout without running them, runs the rest
+    /// in one transaction, and answers each of them after its `COMMIT`.
+    fn serve_batch(&self, held: &mut Option<Held>, batch: Vec<Queued<J, R>>) {
+        let bound = self.store.timeouts().queue;
+        let mut jobs = Vec::with_capacity(batch.len());
+        let mut replies = Vec::with_capacity(batch.len());
+        for (job, reply, queued) in batch {
+            if queued.elapsed() > bound {
+                let _ = reply.send((self.failed)(StoreError::new(
+                    Fault::Timeout,
+                    format!("waited more than {bound:?} for the group-commit writer"),
+                )));
+            } else {
+                jobs.push(job);
+                replies.push(reply);
+            }
+        }
+        if jobs.is_empty() {
+            return;
+        }
+        let answers = match self.run_batch(held, jobs) {
+            Ok(answers) => answers,
+            Err(err) => {
+                self.store.note(Err(&err));
+                replies.iter().map(|_| (self.failed)(err.clone())).collect()
+            }
         };
-        let answers = (self.run)(&mut h.conn, jobs);
-        assert_eq!(answers.len(), jobs.len(), "one answer per job");
-        answers
+        for (reply, answer) in replies.into_iter().zip(answers) {
+            // A caller that stopped waiting (its request was dropped) needs no answer.
+            let _ = reply.send(answer);
+        }
     }
 
-    fn fail_all(&self, n: usize, why: &str) -> Vec<R> {
-        (0..n).map(|_| (self.failed)(why.to_owned())).collect()
+    /// Begins a transaction on the held connection (or one from the pool when there is none or
+    /// it has been held for [`HOLD_AT_MOST`]), runs the batch, commits.
+    fn run_batch(&self, held: &mut Option<Held>, jobs: Vec<J>) -> Result<Vec<R>, StoreError> {
+        let n = jobs.len();
+        let _lock = self.store.lock_for_write()?;
+        let previous = held
+            .take()
+            .filter(|h| h.since.elapsed() <= HOLD_AT_MOST)
+            .map(|h| (h.conn, h.since));
+        let since = previous
+            .as_ref()
+            .map_or_else(Instant::now, |(_, since)| *since);
+        let mut conn = self.store.begin(previous.map(|(conn, _)| conn))?;
+        let answers = catch_unwind(AssertUnwindSafe(|| (self.run)(&mut conn, jobs)));
+        let outcome = match answers {
+            Ok(answers) if answers.len() == n => {
+                self.store.finish(&mut conn, Ok::<_, StoreError>(answers))
+            }
+            _ => {
+                // Whatever the batch left on its connection is unknown: not reused.
+                conn.discard();
+                let err = StoreError::new(
+                    Fault::Unavailable,
+                    "the batch panicked or did not answer every job",
+                );
+                let _ = self.store.finish::<(), _>(&mut conn, Err(err.clone()));
+                Err(Failure::Store(err))
+            }
+        };
+        if !conn.is_discarded() {
+            *held = Some(Held { conn, since });
+        }
+        match outcome {
+            Ok(answers) => {
+                self.store.note(Ok(()));
+                Ok(answers)
+            }
+            Err(Failure::Store(e) | Failure::Op(e)) => Err(e),
+        }
     }
 }

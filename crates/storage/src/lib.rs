@@ -1,19 +1,27 @@
 #![doc = include_str!("../README.md")]
 
 mod backend;
+pub mod fault;
+pub mod files;
 pub mod group_commit;
 mod migrations;
+mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod timestamp;
+mod write_queue;
 
 pub use backend::{
-    Backend, CHECKPOINTER_NICE, Database, DbConnection, Pool, PooledConn, StorageError,
+    Backend, CHECKPOINTER_NICE, Conn, Database, DbConnection, Pool, PooledConn, StorageError,
+    Synchronous, Timeouts,
 };
+pub use fault::{Failure, Fault, StoreError};
 pub use group_commit::GroupCommit;
 pub use migrations::{
     MigrationError, applied_migrations, migration_names, revert_all_migrations, run_migrations,
 };
+pub use store::{FAULT_MEMORY, Store};
+pub use write_queue::WriteQueue;
 
 /// Re-exported so domain crates use the exact Diesel this crate was built with.
 pub use diesel;

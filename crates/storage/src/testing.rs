@@ -60,7 +60,7 @@ impl TestDatabase {
     pub fn migrated_connection(
         &self,
     ) -> Result<DbConnection, Box<dyn std::error::Error + Send + Sync>> {
-        let mut conn = Database::parse(&self.url).establish()?;
+        let mut conn = Database::parse(&self.url)?.establish()?;
         crate::run_migrations(&mut conn)?;
         Ok(conn)
     }

@@ -14,11 +14,12 @@ fn the_pool_moves_committed_wal_frames_into_the_database_file() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("test.db");
     let pool = Database::parse(&format!("sqlite://{}", file.display()))
+        .unwrap()
         .pool(2)
         .unwrap();
     let mut conn = pool.get().unwrap();
     diesel::sql_query("CREATE TABLE t (x TEXT NOT NULL)")
-        .execute(&mut *conn)
+        .execute(&mut **conn)
         .unwrap();
     // About 2 MB in 500 pages: far below wal_autocheckpoint=10000, so only the background
     // checkpointer can copy it into the database file.
@@ -26,7 +27,7 @@ fn the_pool_moves_committed_wal_frames_into_the_database_file() {
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) \
          INSERT INTO t SELECT printf('%.4000c', 'x') FROM n",
     )
-    .execute(&mut *conn)
+    .execute(&mut **conn)
     .unwrap();
     let size = || std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -47,6 +48,7 @@ fn the_checkpointer_runs_at_the_lowest_priority() {
     let dir = std::env::temp_dir().join(format!("storage-nice-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pool = Database::parse(&format!("sqlite://{}/test.db", dir.display()))
+        .unwrap()
         .pool(1)
         .unwrap();
     let own = nice_of("self");

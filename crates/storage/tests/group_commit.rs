@@ -6,37 +6,39 @@
 use std::path::PathBuf;
 
 use diesel::RunQueryDsl;
-use storage::{Database, DbConnection, GroupCommit, Pool};
+use storage::{Database, DbConnection, Fault, GroupCommit, Store, StoreError};
 
-type Answer = Result<i64, String>;
+type Answer = Result<i64, StoreError>;
 
 /// Answers each job with its double after a round trip to the database; panics on a negative
 /// job.
-fn double(conn: &mut DbConnection, jobs: &[&i64]) -> Vec<Answer> {
+fn double(conn: &mut DbConnection, jobs: Vec<i64>) -> Vec<Answer> {
     diesel::sql_query("SELECT 1").execute(conn).unwrap();
-    assert!(jobs.iter().all(|&&j| j >= 0), "negative job");
-    jobs.iter().map(|&&j| Ok(j * 2)).collect()
+    assert!(jobs.iter().all(|&j| j >= 0), "negative job");
+    jobs.iter().map(|&j| Ok(j * 2)).collect()
 }
 
-fn group_commit(pool: &Pool) -> GroupCommit<i64, Answer> {
-    GroupCommit::new(pool.clone(), double, Err)
+fn group_commit(store: &Store) -> GroupCommit<i64, Answer> {
+    GroupCommit::new(store.clone(), double, Err)
 }
 
-/// One-connection pools: SQLite in a fresh file, and PostgreSQL when configured.
-fn pools(name: &str) -> Vec<(Pool, Option<PathBuf>)> {
+/// One-connection stores: SQLite in a fresh file, and PostgreSQL when configured.
+fn pools(name: &str) -> Vec<(Store, Option<PathBuf>)> {
     let dir = std::env::temp_dir().join(format!("storage-gc-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let sqlite = Database::parse(&format!("sqlite://{}", dir.join("t.db").display()))
-        .pool(1)
-        .unwrap();
+    let url = format!("sqlite://{}", dir.join("t.db").display());
+    let sqlite = Store::open(Database::parse(&url).unwrap(), 1).unwrap();
     let mut pools = vec![(sqlite, Some(dir))];
     if let Ok(url) = std::env::var("TEST_POSTGRES_URL") {
-        pools.push((Database::parse(&url).pool(1).unwrap(), None));
+        pools.push((
+            Store::open(Database::parse(&url).unwrap(), 1).unwrap(),
+            None,
+        ));
     }
     pools
 }
 
-fn cleanup(pools: Vec<(Pool, Option<PathBuf>)>) {
+fn cleanup(pools: Vec<(Store, Option<PathBuf>)>) {
     for (pool, dir) in pools {
         drop(pool);
         if let Some(dir) = dir {
@@ -73,8 +75,11 @@ fn an_idle_writer_gives_its_connection_back() {
         assert_eq!(gc.submit_blocking(21), Ok(42));
         // The pool has one connection: this waits for the writer to return it (and fails after
         // the pool's connection timeout if it never does).
-        let mut conn = pool.get().expect("the idle writer returned its connection");
-        diesel::sql_query("SELECT 1").execute(&mut *conn).unwrap();
+        let mut conn = pool
+            .pool()
+            .get()
+            .expect("the idle writer returned its connection");
+        diesel::sql_query("SELECT 1").execute(&mut **conn).unwrap();
         drop(conn);
         // And the writer takes it again for the next job.
         assert_eq!(gc.submit_blocking(5), Ok(10));
@@ -87,9 +92,14 @@ fn a_panicking_batch_fails_only_its_own_jobs() {
     let pools = pools("panic");
     for (pool, _) in &pools {
         let gc = group_commit(pool);
-        assert_eq!(gc.submit_blocking(-1), Err("the batch panicked".to_owned()));
+        let err = gc.submit_blocking(-1).unwrap_err();
+        assert_eq!(err.fault, Fault::Unavailable);
+        assert!(err.detail.contains("panicked"), "{err}");
         assert_eq!(gc.submit_blocking(4), Ok(8));
-        assert!(pool.get().is_ok(), "the connection went back to the pool");
+        assert!(
+            pool.pool().get().is_ok(),
+            "the connection went back to the pool"
+        );
     }
     cleanup(pools);
 }

@@ -15,7 +15,7 @@ struct CompileOption {
 /// every paged list) is parsed and planned again on each run.
 #[test]
 fn the_bundled_sqlite_keeps_query_plans_stable() {
-    let mut conn = Database::parse(":memory:").establish().unwrap();
+    let mut conn = Database::parse(":memory:").unwrap().establish().unwrap();
     let options: Vec<CompileOption> = diesel::sql_query("PRAGMA compile_options")
         .load(&mut conn)
         .unwrap();

@@ -17,9 +17,10 @@ pub enum Error {
     Validation(Vec<FieldError>),
     #[error("storage failure")]
     Storage(#[from] diesel::result::Error),
-    /// No database connection could be had: 503 (the cause goes to the log only).
-    #[error("the database is unavailable: {cause}")]
-    Unavailable { cause: String },
+    /// The storage layer could not run or commit the delivery's transaction: 503 or 507 by its
+    /// fault (the server reads it from the source chain; the cause goes to the log only).
+    #[error("storage failure")]
+    Store(#[from] storage::StoreError),
 }
 
 impl ToProblem for Error {
@@ -28,11 +29,7 @@ impl ToProblem for Error {
             Error::Signature(e) => Problem::new(Slug::InvalidSignature, e.detail()),
             Error::InvalidBody { reason } => Problem::new(Slug::InvalidBody, *reason),
             Error::Validation(errors) => Problem::validation(errors.clone()),
-            Error::Storage(_) => Problem::internal(),
-            Error::Unavailable { .. } => Problem::new(
-                Slug::ServiceUnavailable,
-                "The database is unavailable; retry shortly.",
-            ),
+            Error::Storage(_) | Error::Store(_) => Problem::internal(),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! commit (one write-lock hand-over on SQLite, one disk flush on PostgreSQL) instead of one
 //! each. Every request is still answered only after the commit that stores its delivery.
 
-use storage::{DbConnection, GroupCommit, Pool};
+use storage::{DbConnection, GroupCommit, Store};
 
 use crate::{Delivery, Error, Recorded, repo};
 
@@ -11,9 +11,9 @@ use crate::{Delivery, Error, Recorded, repo};
 pub struct Recorder(GroupCommit<Delivery, Result<Recorded, Error>>);
 
 impl Recorder {
-    pub fn new(pool: Pool) -> Self {
-        Recorder(GroupCommit::new(pool, record_all, |cause| {
-            Err(Error::Unavailable { cause })
+    pub fn new(store: Store) -> Self {
+        Recorder(GroupCommit::new(store, record_all, |e| {
+            Err(Error::Store(e))
         }))
     }
 
@@ -29,8 +29,9 @@ impl Recorder {
     }
 }
 
-fn record_all(conn: &mut DbConnection, deliveries: &[&Delivery]) -> Vec<Result<Recorded, Error>> {
-    match repo::record_batch(conn, deliveries) {
+fn record_all(conn: &mut DbConnection, deliveries: Vec<Delivery>) -> Vec<Result<Recorded, Error>> {
+    let deliveries: Vec<&Delivery> = deliveries.iter().collect();
+    match repo::record_batch(conn, &deliveries) {
         Ok(recorded) => recorded.into_iter().map(Ok).collect(),
         Err(e) if deliveries.len() == 1 => vec![Err(e)],
         // One delivery the database refuses must not fail its neighbours: each on its own.

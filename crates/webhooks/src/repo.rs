@@ -257,7 +257,7 @@ mod tests {
     /// columns, not by scanning every row of that second.
     #[test]
     fn the_sqlite_replay_lookup_uses_the_replay_index() {
-        let mut conn = Database::parse(":memory:").establish().unwrap();
+        let mut conn = Database::parse(":memory:").unwrap().establish().unwrap();
         storage::run_migrations(&mut conn).unwrap();
         let d = Delivery {
             event_type: "e".into(),

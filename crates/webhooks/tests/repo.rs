@@ -6,7 +6,7 @@ use std::sync::{Arc, Barrier};
 
 use pagination::Page;
 use storage::testing::TestDatabase;
-use storage::{Backend, Database, Pool};
+use storage::{Backend, Database, Store};
 use webhook_verify::{Verifier, header};
 use webhooks::{Intake, repo};
 
@@ -15,7 +15,7 @@ const NOW: i64 = 1_700_000_000;
 
 struct TestDb {
     // Dropped first: the pool's connections close before the database is removed.
-    pool: Pool,
+    pool: Store,
     _db: TestDatabase,
 }
 
@@ -31,10 +31,10 @@ fn databases() -> Vec<TestDb> {
         .collect()
 }
 
-fn migrated(url: &str) -> Pool {
-    let pool = Database::parse(url).pool(8).unwrap();
-    storage::run_migrations(&mut pool.get().unwrap()).unwrap();
-    pool
+fn migrated(url: &str) -> Store {
+    let store = Store::open(Database::parse(url).unwrap(), 8).unwrap();
+    storage::run_migrations(&mut store.checkout().unwrap()).unwrap();
+    store
 }
 
 fn delivery(body: &str) -> webhooks::Delivery {
@@ -48,7 +48,7 @@ fn delivery(body: &str) -> webhooks::Delivery {
 #[test]
 fn record_list_and_replay() {
     for db in databases() {
-        let mut conn = db.pool.get().unwrap();
+        let mut conn = db.pool.checkout().unwrap();
         let a = repo::record(&mut conn, &delivery(r#"{"event_type":"a"}"#)).unwrap();
         let b = repo::record(&mut conn, &delivery(r#"{"event_type":"b","n":1}"#)).unwrap();
         assert!(!a.replayed && !b.replayed);
@@ -85,7 +85,7 @@ fn concurrent_identical_deliveries_store_one_row() {
             .map(|_| {
                 let (pool, d, barrier) = (db.pool.clone(), d.clone(), barrier.clone());
                 std::thread::spawn(move || {
-                    let mut conn = pool.get().unwrap();
+                    let mut conn = pool.checkout().unwrap();
                     barrier.wait();
                     repo::record(&mut conn, &d).unwrap()
                 })
@@ -95,14 +95,14 @@ fn concurrent_identical_deliveries_store_one_row() {
         let id = results[0].id;
         assert!(results.iter().all(|r| r.id == id));
         assert_eq!(results.iter().filter(|r| !r.replayed).count(), 1);
-        assert_eq!(repo::count(&mut db.pool.get().unwrap()).unwrap(), 1);
+        assert_eq!(repo::count(&mut db.pool.checkout().unwrap()).unwrap(), 1);
     }
 }
 
 #[test]
 fn a_batch_answers_each_delivery_as_if_recorded_one_after_another() {
     for db in databases() {
-        let mut conn = db.pool.get().unwrap();
+        let mut conn = db.pool.checkout().unwrap();
         let old = repo::record(&mut conn, &delivery(r#"{"event_type":"old"}"#)).unwrap();
         let (a, b) = (
             delivery(r#"{"event_type":"a"}"#),
@@ -155,7 +155,7 @@ fn the_recorder_stores_each_delivery_once_under_many_threads() {
             assert_eq!(pair[0].id, pair[1].id);
             assert_eq!(pair.iter().filter(|r| !r.replayed).count(), 1);
         }
-        assert_eq!(repo::count(&mut db.pool.get().unwrap()).unwrap(), 120);
+        assert_eq!(repo::count(&mut db.pool.checkout().unwrap()).unwrap(), 120);
     }
 }
 
@@ -174,7 +174,7 @@ fn the_sqlite_rowid_migration_keeps_rows_and_ids() {
         .unwrap()
         .unwrap();
     let pool = migrated(&db.url);
-    let mut conn = pool.get().unwrap();
+    let mut conn = pool.checkout().unwrap();
     let ids: Vec<i64> = ["a", "b", "c"]
         .iter()
         .map(|t| {

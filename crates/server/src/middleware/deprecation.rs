@@ -47,7 +47,7 @@ pub async fn v1(
     }
     // Counting never fails the call: a database problem here is only logged.
     if let Some(db) = db
-        && let Err(err) = db.run(move |c| repo::usage::record(c, &who)).await
+        && let Err(err) = db.write(move |c| repo::usage::record(c, &who)).await
     {
         log::warn!("cannot count a V1 call: {err}");
     }

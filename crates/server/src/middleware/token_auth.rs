@@ -17,6 +17,7 @@ use problem_details::{Problem, Slug};
 
 use crate::db::Db;
 use crate::error::ApiError;
+use crate::routes::tokens::TokenError;
 
 /// The `API_AUTH` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -105,12 +106,11 @@ pub async fn guard(
         return Err(ApiError::internal("API_AUTH: no database handle").into());
     };
     let token = match db
-        .run(move |c| Ok::<_, ApiError>(tokens::service::authenticate(c, &raw)))
+        .read_as::<_, _, TokenError, _>(move |c| tokens::service::authenticate(c, &raw))
         .await
     {
-        Ok(Ok(token)) => token,
-        Ok(Err(storage)) => return Err(ApiError::internal(storage).into()),
-        Err(problem) => return Err(problem.into()),
+        Ok(token) => token,
+        Err(err) => return Err(err.into()),
     };
     match token {
         None => Ok(refuse(

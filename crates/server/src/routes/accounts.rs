@@ -267,7 +267,7 @@ pub async fn open(
     let input = OpenAccount::from_json(&body)?;
     let key = bind_key(&key, "open_account", &body)?;
     let recorded = db
-        .run(move |c| service::open_account(c, &input, key.as_ref()))
+        .write(move |c| service::open_account(c, &input, key.as_ref()))
         .await?;
     Ok(CreatedEvent {
         recorded,
@@ -281,7 +281,7 @@ pub async fn open(
 #[api_operation(operation_id = "list_accounts", tag = "accounts", error_code = 422)]
 pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Json<AccountList>, ApiError> {
     let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
-    let (items, total) = db.run(move |c| service::list_accounts(c, page)).await?;
+    let (items, total) = db.read(move |c| service::list_accounts(c, page)).await?;
     Ok(Json(
         pagination::ListEnvelope::new(items, page, total).into(),
     ))
@@ -292,7 +292,7 @@ pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Json<AccountLi
 pub async fn get_one(db: Data<Db>, path: Path<AccountPath>) -> Result<Json<AccountDto>, ApiError> {
     let id = path.into_inner().id;
     Ok(Json(
-        db.run(move |c| service::get_account(c, &id)).await?.into(),
+        db.read(move |c| service::get_account(c, &id)).await?.into(),
     ))
 }
 
@@ -343,7 +343,7 @@ pub async fn events(
 ) -> Result<Json<AccountEventList>, ApiError> {
     let id = path.into_inner().id;
     let page = EventsPage::parse(q.get("after_sequence"), q.get("limit"))?;
-    let (items, total) = db.run(move |c| service::list_events(c, &id, page)).await?;
+    let (items, total) = db.read(move |c| service::list_events(c, &id, page)).await?;
     Ok(Json(AccountEventList {
         total,
         items: items.into_iter().map(Into::into).collect(),

@@ -139,7 +139,7 @@ pub async fn create(
         ArticleInput::from_json(&body)?,
         storage::timestamp::now_rfc3339(),
     );
-    let article = db.run(move |c| repo::create(c, &new)).await?;
+    let article = db.write(move |c| repo::create(c, &new)).await?;
     Ok(CreatedJson(article.into()))
 }
 
@@ -158,7 +158,7 @@ pub async fn list_offset(
 ) -> Result<Json<ArticleOffsetPage>, ApiError> {
     let page = Page::clamped(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
     Ok(Json(
-        db.run(move |c| repo::list_offset(c, page)).await?.into(),
+        db.read(move |c| repo::list_offset(c, page)).await?.into(),
     ))
 }
 
@@ -178,7 +178,7 @@ pub async fn list_cursor(
 ) -> Result<Json<ArticleCursorPage>, ApiError> {
     let cursor = Cursor::clamped(q.get("limit"), q.get("after")).map_err(Problem::validation)?;
     Ok(Json(
-        db.run(move |c| repo::list_cursor(c, cursor)).await?.into(),
+        db.read(move |c| repo::list_cursor(c, cursor)).await?.into(),
     ))
 }
 

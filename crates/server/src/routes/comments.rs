@@ -66,7 +66,7 @@ pub async fn list(
     let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
     let note_id = path.note_id;
     let (items, total) = db
-        .run(move |c| repo::comments::list(c, note_id, page))
+        .read(move |c| repo::comments::list(c, note_id, page))
         .await?;
     Ok(Json(
         pagination::ListEnvelope::new(items, page, total).into(),
@@ -89,7 +89,7 @@ pub async fn create(
 ) -> Result<CreatedJson<CommentDto>, ApiError> {
     let (note_id, input) = (path.note_id, CommentInput::from_json(&body)?);
     let comment = db
-        .run(move |c| repo::comments::create(c, note_id, &input))
+        .write(move |c| repo::comments::create(c, note_id, &input))
         .await?;
     Ok(CreatedJson(comment.into()))
 }
@@ -102,7 +102,7 @@ pub async fn get_one(db: Data<Db>, path: Path<CommentPath>) -> Result<Json<Comme
         comment_id,
     } = path.into_inner();
     let comment = db
-        .run(move |c| repo::comments::get(c, note_id, comment_id))
+        .read(move |c| repo::comments::get(c, note_id, comment_id))
         .await?;
     Ok(Json(comment.into()))
 }
@@ -127,7 +127,7 @@ pub async fn update(
     } = path.into_inner();
     let input = CommentInput::from_json(&body)?;
     let comment = db
-        .run(move |c| repo::comments::update(c, note_id, comment_id, &input))
+        .write(move |c| repo::comments::update(c, note_id, comment_id, &input))
         .await?;
     Ok(Json(comment.into()))
 }
@@ -139,7 +139,7 @@ pub async fn remove(db: Data<Db>, path: Path<CommentPath>) -> Result<NoContent, 
         note_id,
         comment_id,
     } = path.into_inner();
-    db.run(move |c| repo::comments::delete(c, note_id, comment_id))
+    db.write(move |c| repo::comments::delete(c, note_id, comment_id))
         .await?;
     Ok(NoContent)
 }

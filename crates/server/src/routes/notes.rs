@@ -55,20 +55,20 @@ crate::list_dto!(NoteList, NoteDto);
 
 pub(crate) async fn list_page(db: &Db, q: &RawQuery<PageQuery>) -> Result<NoteList, ApiError> {
     let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
-    let (items, total) = db.run(move |c| repo::notes::list(c, page)).await?;
+    let (items, total) = db.read(move |c| repo::notes::list(c, page)).await?;
     Ok(pagination::ListEnvelope::new(items, page, total).into())
 }
 
 pub(crate) async fn create_one(db: &Db, body: &JsonObject<NoteBody>) -> Result<NoteDto, ApiError> {
     let input = NoteInput::from_json(body)?;
     Ok(db
-        .run(move |c| repo::notes::create(c, &input))
+        .write(move |c| repo::notes::create(c, &input))
         .await?
         .into())
 }
 
 pub(crate) async fn fetch_one(db: &Db, id: i64) -> Result<NoteDto, ApiError> {
-    Ok(db.run(move |c| repo::notes::get(c, id)).await?.into())
+    Ok(db.read(move |c| repo::notes::get(c, id)).await?.into())
 }
 
 pub(crate) async fn replace_one(
@@ -78,13 +78,13 @@ pub(crate) async fn replace_one(
 ) -> Result<NoteDto, ApiError> {
     let input = NoteInput::from_json(body)?;
     Ok(db
-        .run(move |c| repo::notes::update(c, id, &input))
+        .write(move |c| repo::notes::update(c, id, &input))
         .await?
         .into())
 }
 
 pub(crate) async fn delete_one(db: &Db, id: i64) -> Result<(), ApiError> {
-    db.run(move |c| repo::notes::delete(c, id)).await
+    db.write(move |c| repo::notes::delete(c, id)).await
 }
 
 /// List notes

@@ -51,17 +51,20 @@ crate::list_dto!(TagList, TagDto);
 
 pub(crate) async fn list_page(db: &Db, q: &RawQuery<PageQuery>) -> Result<TagList, ApiError> {
     let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
-    let (items, total) = db.run(move |c| repo::tags::list(c, page)).await?;
+    let (items, total) = db.read(move |c| repo::tags::list(c, page)).await?;
     Ok(pagination::ListEnvelope::new(items, page, total).into())
 }
 
 pub(crate) async fn create_one(db: &Db, body: &JsonObject<TagBody>) -> Result<TagDto, ApiError> {
     let input = TagInput::from_json(body)?;
-    Ok(db.run(move |c| repo::tags::create(c, &input)).await?.into())
+    Ok(db
+        .write(move |c| repo::tags::create(c, &input))
+        .await?
+        .into())
 }
 
 pub(crate) async fn fetch_one(db: &Db, id: i64) -> Result<TagDto, ApiError> {
-    Ok(db.run(move |c| repo::tags::get(c, id)).await?.into())
+    Ok(db.read(move |c| repo::tags::get(c, id)).await?.into())
 }
 
 pub(crate) async fn replace_one(
@@ -71,13 +74,13 @@ pub(crate) async fn replace_one(
 ) -> Result<TagDto, ApiError> {
     let input = TagInput::from_json(body)?;
     Ok(db
-        .run(move |c| repo::tags::update(c, id, &input))
+        .write(move |c| repo::tags::update(c, id, &input))
         .await?
         .into())
 }
 
 pub(crate) async fn delete_one(db: &Db, id: i64) -> Result<(), ApiError> {
-    db.run(move |c| repo::tags::delete(c, id)).await
+    db.write(move |c| repo::tags::delete(c, id)).await
 }
 
 /// List tags

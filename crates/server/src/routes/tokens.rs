@@ -210,14 +210,7 @@ pub enum TokenError {
 impl From<tokens::Error> for TokenError {
     fn from(err: tokens::Error) -> Self {
         if err.status() >= 500 {
-            let mut cause = err.to_string();
-            let mut source = std::error::Error::source(&err);
-            while let Some(s) = source {
-                cause.push_str(": ");
-                cause.push_str(&s.to_string());
-                source = s.source();
-            }
-            TokenError::Problem(ApiError::internal(cause))
+            TokenError::Problem(ApiError::server_side(&err))
         } else {
             TokenError::Refused(err)
         }
@@ -363,14 +356,22 @@ impl ApiErrorComponent for TokenError {
     }
 }
 
-/// Runs a token use case on the blocking pool: domain refusals stay refusals, pool and storage
-/// failures become problems.
-async fn run<T, F>(db: &Db, f: F) -> Result<T, TokenError>
+/// Runs a token read: domain refusals stay refusals, storage failures become problems.
+async fn read<T, F>(db: &Db, f: F) -> Result<T, TokenError>
 where
     F: FnOnce(&mut DbConnection) -> Result<T, tokens::Error> + Send + 'static,
     T: Send + 'static,
 {
-    Ok(db.run(move |c| Ok::<_, ApiError>(f(c))).await??)
+    db.read_as(f).await
+}
+
+/// Runs a token write in its own committed transaction; errors as in [`read`].
+async fn write<T, F>(db: &Db, f: F) -> Result<T, TokenError>
+where
+    F: FnOnce(&mut DbConnection) -> Result<T, tokens::Error> + Send + 'static,
+    T: Send + 'static,
+{
+    db.write_as(f).await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -453,7 +454,7 @@ pub async fn create_user(
     body: RawJson<UserBody>,
 ) -> Result<CreatedJson<UserDto>, TokenError> {
     let input = tokens::NewUser::from_body(&body.bytes)?;
-    let user = run(&db, move |c| service::create_user(c, &input)).await?;
+    let user = write(&db, move |c| service::create_user(c, &input)).await?;
     Ok(CreatedJson(user.into()))
 }
 
@@ -479,7 +480,7 @@ pub async fn issue(
     body: RawJson<IssueBody, false>,
 ) -> Result<CreatedJson<IssuedTokenDto>, TokenError> {
     let (actor, user_id) = (actor_id(&actor)?, path.user_id);
-    let issued = run(&db, move |c| service::issue(c, actor, user_id, &body.bytes)).await?;
+    let issued = write(&db, move |c| service::issue(c, actor, user_id, &body.bytes)).await?;
     Ok(CreatedJson(issued.into()))
 }
 
@@ -499,7 +500,7 @@ pub async fn list(
     path: TokenPath<UserPathDoc>,
 ) -> Result<Json<TokenListDto>, TokenError> {
     let (actor, user_id) = (actor_id(&actor)?, path.user_id);
-    let items = run(&db, move |c| service::list(c, actor, user_id)).await?;
+    let items = read(&db, move |c| service::list(c, actor, user_id)).await?;
     let total = items.len() as i64;
     let items = items.into_iter().map(TokenDto::from).collect();
     Ok(Json(TokenListDto { items, total }))
@@ -523,7 +524,7 @@ pub async fn revoke(
     path: TokenPath<TokenPathDoc>,
 ) -> Result<NoContent, TokenError> {
     let (actor, user_id, token_id) = (actor_id(&actor)?, path.user_id, path.token_id);
-    run(&db, move |c| service::revoke(c, actor, user_id, token_id)).await?;
+    write(&db, move |c| service::revoke(c, actor, user_id, token_id)).await?;
     Ok(NoContent)
 }
 
@@ -542,7 +543,7 @@ pub async fn verify(
     body: RawJson<VerifyBody>,
 ) -> Result<Json<VerificationDto>, TokenError> {
     let request = tokens::VerifyRequest::from_body(&body.bytes)?;
-    let outcome = run(&db, move |c| service::verify(c, &request)).await?;
+    let outcome = read(&db, move |c| service::verify(c, &request)).await?;
     Ok(Json(outcome.into()))
 }
 

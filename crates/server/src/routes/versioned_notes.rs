@@ -135,11 +135,11 @@ pub struct NoteV2List {
 }
 
 async fn create_note(db: &Db, input: NoteInput) -> Result<VersionedNote, ApiError> {
-    db.run(move |c| repo::notes::create(c, &input)).await
+    db.write(move |c| repo::notes::create(c, &input)).await
 }
 
 async fn get_note(db: &Db, id: i64) -> Result<VersionedNote, ApiError> {
-    db.run(move |c| repo::notes::get(c, id)).await
+    db.read(move |c| repo::notes::get(c, id)).await
 }
 
 /// `limit` and `offset` of the three lists here (clamped; non-integers are 422).
@@ -181,7 +181,7 @@ pub async fn list_v1(
     q: RawQuery<ClampedPageQuery>,
 ) -> Result<Json<NoteV1List>, ApiError> {
     let page = paging(&q)?;
-    let notes = db.run(move |c| repo::notes::page(c, page)).await?;
+    let notes = db.read(move |c| repo::notes::page(c, page)).await?;
     Ok(Json(NoteV1List {
         notes: notes.into_iter().map(NoteV1::from).collect(),
     }))
@@ -226,7 +226,7 @@ pub async fn list_v2(
 ) -> Result<Json<NoteV2List>, ApiError> {
     let page = paging(&q)?;
     let (notes, total) = db
-        .run(move |c| {
+        .read(move |c| {
             Ok::<_, versioned_notes::Error>((repo::notes::page(c, page)?, repo::notes::count(c)?))
         })
         .await?;
@@ -288,7 +288,7 @@ pub async fn v1_usage(
     q: RawQuery<ClampedPageQuery>,
 ) -> Result<Json<V1UsageList>, ApiError> {
     let page = paging(&q)?;
-    let (items, total) = db.run(move |c| repo::usage::list(c, page)).await?;
+    let (items, total) = db.read(move |c| repo::usage::list(c, page)).await?;
     Ok(Json(ListEnvelope::new(items, page, total).into()))
 }
 

@@ -241,7 +241,7 @@ pub async fn list(
     q: RawQuery<PageQuery>,
 ) -> Result<Json<WebhookEventList>, ApiError> {
     let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
-    let (items, total) = db.run(move |c| repo::list(c, page)).await?;
+    let (items, total) = db.read(move |c| repo::list(c, page)).await?;
     Ok(Json(
         pagination::ListEnvelope::new(items, page, total).into(),
     ))

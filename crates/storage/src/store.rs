@@ -1,0 +1,393 @@
+//! [`Store`]: the one way the service reads and writes. A pool, plus what keeps a 2xx honest:
+//!
+//! - every write runs in an explicit transaction whose `COMMIT` result is checked. (SQLite
+//!   commits an autocommit `INSERT … RETURNING` only when the statement is reset, and Diesel
+//!   does not look at the reset's result: on a full disk the row was reported and then
+//!   silently rolled back.)
+//! - on SQLite, one write lock per process, taken with a bounded wait before `BEGIN IMMEDIATE`,
+//!   so writers queue in order instead of sleeping in SQLite's busy handler;
+//! - a connection that met a fault after which it cannot be trusted is discarded, not reused;
+//! - a `BEGIN` that fails on a dead connection is retried once on a fresh one (nothing had been
+//!   done yet, so the retry cannot write twice);
+//! - the SQLite files are checked before and after each write ([`crate::files`]);
+//! - the last write fault is remembered for a while, for `/health`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use diesel::RunQueryDsl;
+use diesel::connection::{AnsiTransactionManager, TransactionManager};
+use diesel::r2d2::R2D2Connection;
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::fault::{Failure, Fault, StoreError};
+use crate::files::Files;
+use crate::{Backend, Database, DbConnection, Pool, PooledConn, StorageError};
+
+/// How long a write fault keeps `/health` degraded when no write has succeeded since.
+pub const FAULT_MEMORY: Duration = Duration::from_secs(10);
+
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    database: Database,
+    /// SQLite only: one writer at a time in this process.
+    write_lock: Option<Mutex<()>>,
+    /// SQLite files only (not `:memory:`), once they have been opened.
+    files: Mutex<Option<Arc<Files>>>,
+    /// Keeps the WAL this process uses from being deleted and recreated by SQLite when the
+    /// pool happens to close its last connection (see [`crate::files`]).
+    sentinel: Mutex<Option<DbConnection>>,
+    faults: FaultLog,
+    started: Instant,
+}
+
+impl Store {
+    /// Opens a pool (connecting once, so a bad URL fails here) and records the SQLite files.
+    pub fn open(database: Database, pool_size: u32) -> Result<Store, StorageError> {
+        let pool = database.pool(pool_size)?;
+        let store = Store::with_pool(database, pool);
+        store.watch_files();
+        Ok(store)
+    }
+
+    /// Like [`Store::open`], but returns at once even when the database is unreachable.
+    pub fn lazy(database: Database, pool_size: u32) -> Store {
+        let pool = database.lazy_pool(pool_size);
+        Store::with_pool(database, pool)
+    }
+
+    fn with_pool(database: Database, pool: Pool) -> Store {
+        let write_lock = (database.backend() == Backend::Sqlite).then(|| Mutex::new(()));
+        Store {
+            pool,
+            shared: Arc::new(Shared {
+                database,
+                write_lock,
+                files: Mutex::new(None),
+                sentinel: Mutex::new(None),
+                faults: FaultLog::default(),
+                started: Instant::now(),
+            }),
+        }
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.shared.database.backend()
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.shared.database
+    }
+
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    pub fn timeouts(&self) -> crate::Timeouts {
+        self.shared.database.timeouts
+    }
+
+    /// Opens the sentinel connection and records which files it opened. Until this has
+    /// happened once, there is nothing to compare against and the file checks pass.
+    fn watch_files(&self) {
+        let Some(path) = self.shared.database.sqlite_path() else {
+            return;
+        };
+        if self.shared.files.lock().is_some() {
+            return;
+        }
+        let Ok(mut conn) = self.shared.database.establish() else {
+            return;
+        };
+        // A read opens the WAL (and creates it if needed).
+        let _ = diesel::sql_query("SELECT 1 FROM sqlite_master LIMIT 1").execute(&mut conn);
+        *self.shared.sentinel.lock() = Some(conn);
+        *self.shared.files.lock() = Files::record(path).map(Arc::new);
+    }
+
+    fn files(&self) -> Option<Arc<Files>> {
+        self.shared.database.sqlite_path()?;
+        let files = self.shared.files.lock().clone();
+        if files.is_none() {
+            // A lazily started store records the files on first use.
+            self.watch_files();
+            return self.shared.files.lock().clone();
+        }
+        files
+    }
+
+    /// The SQLite files at the configured path are the ones this process writes to.
+    pub fn files_intact(&self) -> Result<(), StoreError> {
+        match self.files() {
+            Some(files) => files.intact(),
+            None => Ok(()),
+        }
+    }
+
+    /// A connection from the pool, within the checkout timeout.
+    pub fn checkout(&self) -> Result<PooledConn, StoreError> {
+        self.pool.get().map_err(|e| {
+            let err = StoreError::new(Fault::Unavailable, format!("no database connection: {e}"));
+            self.note(Err(&err));
+            err
+        })
+    }
+
+    /// Runs a read on a pooled connection. The operation's errors are returned as they are; a
+    /// fault among them discards the connection.
+    pub fn read<T, E>(
+        &self,
+        f: impl FnOnce(&mut DbConnection) -> Result<T, E>,
+    ) -> Result<T, Failure<E>>
+    where
+        E: std::error::Error + 'static,
+    {
+        let mut conn = self.checkout()?;
+        let out = f(&mut conn);
+        if let Err(e) = &out
+            && let Some(fault) = Fault::find(e)
+            && fault.discards_connection()
+        {
+            conn.discard();
+        }
+        out.map_err(Failure::Op)
+    }
+
+    /// Runs a write in its own transaction on a pooled connection and answers only after the
+    /// `COMMIT` succeeded. On SQLite it first takes this process's write lock.
+    pub fn write<T, E>(
+        &self,
+        f: impl FnOnce(&mut DbConnection) -> Result<T, E>,
+    ) -> Result<T, Failure<E>>
+    where
+        E: std::error::Error + From<diesel::result::Error> + 'static,
+    {
+        let _lock = self.lock_for_write()?;
+        let mut conn = self.begin(None)?;
+        let out = f(&mut conn);
+        let result = self.finish(&mut conn, out);
+        self.note(result.as_ref().map(|_| ()).map_err(Failure::as_dyn));
+        result
+    }
+
+    /// This process's SQLite write lock (nothing on PostgreSQL), within the lock timeout.
+    pub fn lock_for_write(&self) -> Result<Option<MutexGuard<'_, ()>>, StoreError> {
+        match &self.shared.write_lock {
+            None => Ok(None),
+            Some(lock) => lock
+                .try_lock_for(self.shared.database.timeouts.lock)
+                .map(Some)
+                .ok_or_else(|| {
+                    StoreError::new(
+                        Fault::Busy,
+                        "the SQLite write lock stayed taken past the lock timeout",
+                    )
+                }),
+        }
+    }
+
+    /// Checks the files, then begins a write transaction (`BEGIN IMMEDIATE` on SQLite) on
+    /// `held` or on a connection from the pool. A `BEGIN` that fails for a reason that
+    /// condemns the connection is tried once more on a fresh one.
+    pub fn begin(&self, held: Option<PooledConn>) -> Result<PooledConn, StoreError> {
+        self.files_intact().inspect_err(|e| self.note(Err(e)))?;
+        let mut conn = match held {
+            Some(c) => c,
+            None => self.checkout()?,
+        };
+        match begin_write(&mut conn) {
+            Ok(()) => Ok(conn),
+            Err(first) => {
+                let fault = Fault::of(&first);
+                if fault.is_some_and(Fault::discards_connection) {
+                    conn.discard();
+                }
+                // Only a dead connection is worth a second try: a busy database has already
+                // been waited for (busy_timeout / lock_timeout).
+                if fault != Some(Fault::Unavailable) {
+                    let err = StoreError::from_diesel(&first);
+                    self.note(Err(&err));
+                    return Err(err);
+                }
+                drop(conn);
+                let mut fresh = self.checkout()?;
+                begin_write(&mut fresh).map_err(|e| {
+                    if Fault::of(&e).is_some_and(Fault::discards_connection) {
+                        fresh.discard();
+                    }
+                    let err = StoreError::from_diesel(&e);
+                    self.note(Err(&err));
+                    err
+                })?;
+                Ok(fresh)
+            }
+        }
+    }
+
+    /// Commits (when `out` is a success) or rolls back (when it is not) the transaction begun
+    /// by [`Store::begin`]. A failed `COMMIT`, or files replaced while it ran, turn a success
+    /// into a storage failure: nothing may be acknowledged that is not stored where it will
+    /// be read.
+    pub fn finish<T, E>(&self, conn: &mut PooledConn, out: Result<T, E>) -> Result<T, Failure<E>>
+    where
+        E: std::error::Error + 'static,
+    {
+        match out {
+            Ok(value) => {
+                if let Err(e) = commit(conn) {
+                    if Fault::of(&e).is_none_or(Fault::discards_connection) || conn.is_broken() {
+                        conn.discard();
+                    }
+                    let err = self.explain(&e);
+                    self.note(Err(&err));
+                    return Err(Failure::Store(err));
+                }
+                self.files_intact().inspect_err(|_| conn.discard())?;
+                Ok(value)
+            }
+            Err(e) => {
+                if rollback(conn).is_err() || conn.is_broken() {
+                    conn.discard();
+                }
+                if Fault::find(&e).is_some_and(Fault::discards_connection) {
+                    conn.discard();
+                }
+                Err(Failure::Op(e))
+            }
+        }
+    }
+
+    /// A failed `COMMIT` as a [`StoreError`]. When SQLite has already rolled the transaction
+    /// back (a full disk mid-transaction), the commit reports only "no transaction is active";
+    /// the state of the files then tells what happened.
+    fn explain(&self, err: &diesel::result::Error) -> StoreError {
+        if Fault::of(err).is_none()
+            && let Some(files) = self.files()
+            && let Err(state) = files.writable()
+        {
+            return StoreError::new(state.fault, format!("{err} ({})", state.detail));
+        }
+        StoreError::from_diesel(err)
+    }
+
+    /// Remembers how the last write ended, for [`Store::check`].
+    pub fn note(&self, outcome: Result<(), &(dyn std::error::Error + 'static)>) {
+        match outcome {
+            Ok(()) => self.shared.faults.clear(),
+            Err(e) => {
+                if let Some(fault) = Fault::find(e) {
+                    self.shared
+                        .faults
+                        .record(fault, self.shared.started.elapsed());
+                }
+            }
+        }
+    }
+
+    /// Whether the database would take a write now, without writing: the SQLite files are the
+    /// ones this process has open, writable and not on a full file system; no write failed with
+    /// a fault in the last [`FAULT_MEMORY`] without one succeeding since; and a read answers.
+    /// Blocking; bound it with the caller's own timeout.
+    pub fn check(&self) -> Result<(), StoreError> {
+        if let Some(files) = self.files() {
+            files.intact()?;
+            files.writable()?;
+        }
+        if let Some(fault) = self
+            .shared
+            .faults
+            .recent(self.shared.started.elapsed(), FAULT_MEMORY)
+        {
+            return Err(StoreError::new(fault, "the last write failed"));
+        }
+        let mut conn = self.checkout()?;
+        conn.ping().map(|_| ()).map_err(|e| {
+            conn.discard();
+            StoreError::from_diesel(&e)
+        })
+    }
+}
+
+impl<E: std::error::Error + 'static> Failure<E> {
+    fn as_dyn(&self) -> &(dyn std::error::Error + 'static) {
+        match self {
+            Failure::Op(e) => e,
+            Failure::Store(e) => e,
+        }
+    }
+}
+
+/// `BEGIN IMMEDIATE` on SQLite (the write lock is taken now, not at the first write, so a
+/// transaction never fails half-way to upgrade a stale snapshot), `BEGIN` on PostgreSQL.
+fn begin_write(conn: &mut DbConnection) -> diesel::QueryResult<()> {
+    match conn {
+        DbConnection::Sqlite(c) => {
+            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE")
+        }
+        DbConnection::Postgresql(c) => AnsiTransactionManager::begin_transaction(c),
+    }
+}
+
+fn commit(conn: &mut DbConnection) -> diesel::QueryResult<()> {
+    crate::with_backend!(conn, |c| AnsiTransactionManager::commit_transaction(c))
+}
+
+fn rollback(conn: &mut DbConnection) -> diesel::QueryResult<()> {
+    crate::with_backend!(conn, |c| AnsiTransactionManager::rollback_transaction(c))
+}
+
+/// The last write fault and when it happened (time since the store started), lock-free: every
+/// successful write clears it.
+#[derive(Default)]
+struct FaultLog {
+    code: AtomicU8,
+    at_ms: AtomicU64,
+}
+
+impl FaultLog {
+    fn record(&self, fault: Fault, at: Duration) {
+        self.at_ms.store(
+            at.as_millis().try_into().unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        self.code.store(fault.code(), Ordering::Release);
+    }
+
+    fn clear(&self) {
+        // Most writes succeed: skip the store when there is nothing to clear.
+        if self.code.load(Ordering::Relaxed) != 0 {
+            self.code.store(0, Ordering::Release);
+        }
+    }
+
+    fn recent(&self, now: Duration, memory: Duration) -> Option<Fault> {
+        let fault = Fault::from_code(self.code.load(Ordering::Acquire))?;
+        let at = Duration::from_millis(self.at_ms.load(Ordering::Relaxed));
+        (now.saturating_sub(at) < memory).then_some(fault)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_log_forgets_after_a_success_or_a_while() {
+        let log = FaultLog::default();
+        assert_eq!(log.recent(Duration::ZERO, FAULT_MEMORY), None);
+        log.record(Fault::Full, Duration::from_secs(1));
+        assert_eq!(
+            log.recent(Duration::from_secs(2), FAULT_MEMORY),
+            Some(Fault::Full)
+        );
+        assert_eq!(log.recent(Duration::from_secs(12), FAULT_MEMORY), None);
+        log.clear();
+        assert_eq!(log.recent(Duration::from_secs(2), FAULT_MEMORY), None);
+    }
+}
