@@ -31,6 +31,16 @@ pub enum Fault {
 }
 
 impl Fault {
+    pub const ALL: [Fault; 7] = [
+        Fault::Full,
+        Fault::ReadOnly,
+        Fault::Io,
+        Fault::Replaced,
+        Fault::Busy,
+        Fault::Timeout,
+        Fault::Unavailable,
+    ];
+
     /// The fault behind `err`, if it is one (constraint violations, "not found" and the like are
     /// not faults: they are the domain's business).
     pub fn of(err: &DieselError) -> Option<Fault> {
@@ -110,17 +120,7 @@ impl Fault {
     }
 
     pub(crate) fn from_code(code: u8) -> Option<Fault> {
-        [
-            Fault::Full,
-            Fault::ReadOnly,
-            Fault::Io,
-            Fault::Replaced,
-            Fault::Busy,
-            Fault::Timeout,
-            Fault::Unavailable,
-        ]
-        .into_iter()
-        .find(|f| f.code() == code)
+        Fault::ALL.into_iter().find(|f| f.code() == code)
     }
 }
 
@@ -301,16 +301,9 @@ mod tests {
 
     #[test]
     fn codes_round_trip() {
-        for f in [
-            Fault::Full,
-            Fault::ReadOnly,
-            Fault::Io,
-            Fault::Replaced,
-            Fault::Busy,
-            Fault::Timeout,
-            Fault::Unavailable,
-        ] {
+        for f in Fault::ALL {
             assert_eq!(Fault::from_code(f.code()), Some(f));
         }
+        assert_eq!(Fault::from_code(0), None);
     }
 }
