@@ -12,8 +12,8 @@
 //! - the SQLite files are checked before and after each write ([`crate::files`]);
 //! - the last write fault is remembered for a while, for `/health`.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use diesel::RunQueryDsl;
@@ -39,7 +39,7 @@ struct Shared {
     /// SQLite only: one writer at a time in this process.
     write_lock: Option<Mutex<()>>,
     /// SQLite files only (not `:memory:`), once they have been opened.
-    files: Mutex<Option<Arc<Files>>>,
+    files: OnceLock<Files>,
     /// Keeps the WAL this process uses from being deleted and recreated by SQLite when the
     /// pool happens to close its last connection (see [`crate::files`]).
     sentinel: Mutex<Option<DbConnection>>,
@@ -69,7 +69,7 @@ impl Store {
             shared: Arc::new(Shared {
                 database,
                 write_lock,
-                files: Mutex::new(None),
+                files: OnceLock::new(),
                 sentinel: Mutex::new(None),
                 faults: FaultLog::default(),
                 started: Instant::now(),
@@ -99,7 +99,7 @@ impl Store {
         let Some(path) = self.shared.database.sqlite_path() else {
             return;
         };
-        if self.shared.files.lock().is_some() {
+        if self.shared.files.get().is_some() {
             return;
         }
         let Ok(mut conn) = self.shared.database.establish() else {
@@ -108,18 +108,19 @@ impl Store {
         // A read opens the WAL (and creates it if needed).
         let _ = diesel::sql_query("SELECT 1 FROM sqlite_master LIMIT 1").execute(&mut conn);
         *self.shared.sentinel.lock() = Some(conn);
-        *self.shared.files.lock() = Files::record(path).map(Arc::new);
+        if let Some(files) = Files::record(path) {
+            let _ = self.shared.files.set(files);
+        }
     }
 
-    fn files(&self) -> Option<Arc<Files>> {
+    /// Read on every write: a lock-free `OnceLock` once recorded.
+    fn files(&self) -> Option<&Files> {
         self.shared.database.sqlite_path()?;
-        let files = self.shared.files.lock().clone();
-        if files.is_none() {
+        if self.shared.files.get().is_none() {
             // A lazily started store records the files on first use.
             self.watch_files();
-            return self.shared.files.lock().clone();
         }
-        files
+        self.shared.files.get()
     }
 
     /// The SQLite files at the configured path are the ones this process writes to.
