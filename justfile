@@ -67,6 +67,11 @@ stress:
 crash-test:
     bash scripts/crash-test.sh
 
+# Fault injection: SIGKILL/SIGTERM, replaced and immutable SQLite files, a full disk, a PostgreSQL
+# outage, terminated sessions and a table lock, each under mixed writes (needs root for some).
+faults:
+    bash scripts/faults.sh
+
 # Three servers over one throwaway PostgreSQL database, requests round-robin: ledger, tokens, articles, webhooks.
 scale-test *ARGS:
     bash scripts/scale-test.sh {{ARGS}}
