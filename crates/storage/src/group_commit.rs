@@ -35,6 +35,20 @@ pub type RunBatch<J, R> = fn(&mut DbConnection, Vec<J>) -> Vec<R>;
 /// A queued job, its caller's answer channel, and when it was queued.
 type Queued<J, R> = (J, oneshot::Sender<R>, Instant);
 
+/// What the writer needs to see in a job's answer: the storage fault it met, if any. A job's
+/// statement can fail on a fault that outlives it (a SQLite connection opened while the file was
+/// read-only stays read-only) while the batch around it commits, so the writer looks at every
+/// answer: such a fault discards the connection and is reported to [`Store::note`] (`/health`).
+pub trait Outcome {
+    fn fault(&self) -> Option<Fault>;
+}
+
+impl<T, E: std::error::Error + 'static> Outcome for Result<T, E> {
+    fn fault(&self) -> Option<Fault> {
+        self.as_ref().err().and_then(|e| Fault::find(e))
+    }
+}
+
 pub struct GroupCommit<J, R> {
     jobs: mpsc::Sender<Queued<J, R>>,
     /// The answer when the batch could not run or commit (no connection, no lock, a failed
@@ -42,7 +56,7 @@ pub struct GroupCommit<J, R> {
     failed: fn(StoreError) -> R,
 }
 
-impl<J: Send + 'static, R: Send + 'static> GroupCommit<J, R> {
+impl<J: Send + 'static, R: Outcome + Send + 'static> GroupCommit<J, R> {
     /// Starts the writer thread; it stops when the `GroupCommit` is dropped.
     pub fn new(store: Store, run: RunBatch<J, R>, failed: fn(StoreError) -> R) -> Self {
         let (jobs, queue) = mpsc::channel();
@@ -100,6 +114,14 @@ impl<J: Send + 'static, R: Send + 'static> GroupCommit<J, R> {
 /// fails its `BEGIN`, and the batch begins again on a fresh one ([`Store::begin`]).
 const HOLD_AT_MOST: Duration = Duration::from_millis(100);
 
+/// Why a batch ran nothing, or committed nothing.
+enum Refused {
+    /// No transaction could begin: no connection, or a dead one twice.
+    Begin(StoreError),
+    /// The write lock, the batch itself or its `COMMIT` failed.
+    Batch(StoreError),
+}
+
 /// The writer's connection, while it keeps one.
 struct Held {
     conn: PooledConn,
@@ -113,7 +135,7 @@ struct Writer<J, R> {
     queue: mpsc::Receiver<Queued<J, R>>,
 }
 
-impl<J, R> Writer<J, R> {
+impl<J, R: Outcome> Writer<J, R> {
     fn serve(self) {
         let mut held: Option<Held> = None;
         loop {
@@ -137,13 +159,28 @@ impl<J, R> Writer<J, R> {
                     Err(_) => break,
                 }
             }
-            self.serve_batch(&mut held, batch);
+            if let Some(err) = self.serve_batch(&mut held, batch) {
+                self.fail_queued(&err);
+            }
+        }
+    }
+
+    /// The batch found the database unreachable after waiting the checkout timeout. Everything
+    /// that queued meanwhile would wait that long again, one batch after another, past any bound
+    /// a client can plan for: it gets the same answer now. What queues from here on tries again.
+    fn fail_queued(&self, err: &StoreError) {
+        while let Ok((_, reply, _)) = self.queue.try_recv() {
+            let _ = reply.send((self.failed)(StoreError::new(
+                err.fault,
+                format!("{} (while this write waited in the queue)", err.detail),
+            )));
         }
     }
 
     /// Answers the jobs that waited past the queue timeout without running them, runs the rest
-    /// in one transaction, and answers each of them after its `COMMIT`.
-    fn serve_batch(&self, held: &mut Option<Held>, batch: Vec<Queued<J, R>>) {
+    /// in one transaction, and answers each of them after its `COMMIT`. Returns the error when
+    /// the database could not be reached at all.
+    fn serve_batch(&self, held: &mut Option<Held>, batch: Vec<Queued<J, R>>) -> Option<StoreError> {
         let bound = self.store.timeouts().queue;
         let mut jobs = Vec::with_capacity(batch.len());
         let mut replies = Vec::with_capacity(batch.len());
@@ -159,26 +196,33 @@ impl<J, R> Writer<J, R> {
             }
         }
         if jobs.is_empty() {
-            return;
+            return None;
         }
-        let answers = match self.run_batch(held, jobs) {
-            Ok(answers) => answers,
-            Err(err) => {
-                self.store.note(Err(&err));
-                replies.iter().map(|_| (self.failed)(err.clone())).collect()
+        let (answers, unreachable) = match self.run_batch(held, jobs) {
+            Ok(answers) => (answers, None),
+            Err(refused) => {
+                let (Refused::Begin(err) | Refused::Batch(err)) = &refused;
+                self.store.note(Err(err));
+                let answers = replies.iter().map(|_| (self.failed)(err.clone())).collect();
+                let unreachable = match refused {
+                    Refused::Begin(err) if err.fault == Fault::Unavailable => Some(err),
+                    _ => None,
+                };
+                (answers, unreachable)
             }
         };
         for (reply, answer) in replies.into_iter().zip(answers) {
             // A caller that stopped waiting (its request was dropped) needs no answer.
             let _ = reply.send(answer);
         }
+        unreachable
     }
 
     /// Begins a transaction on the held connection (or one from the pool when there is none or
     /// it has been held for [`HOLD_AT_MOST`]), runs the batch, commits.
-    fn run_batch(&self, held: &mut Option<Held>, jobs: Vec<J>) -> Result<Vec<R>, StoreError> {
+    fn run_batch(&self, held: &mut Option<Held>, jobs: Vec<J>) -> Result<Vec<R>, Refused> {
         let n = jobs.len();
-        let _lock = self.store.lock_for_write()?;
+        let _lock = self.store.lock_for_write().map_err(Refused::Batch)?;
         let previous = held
             .take()
             .filter(|h| h.since.elapsed() <= HOLD_AT_MOST)
@@ -186,10 +230,18 @@ impl<J, R> Writer<J, R> {
         let since = previous
             .as_ref()
             .map_or_else(Instant::now, |(_, since)| *since);
-        let mut conn = self.store.begin(previous.map(|(conn, _)| conn))?;
+        let mut conn = self
+            .store
+            .begin(previous.map(|(conn, _)| conn))
+            .map_err(Refused::Begin)?;
         let answers = catch_unwind(AssertUnwindSafe(|| (self.run)(&mut conn, jobs)));
+        let mut job_fault = None;
         let outcome = match answers {
             Ok(answers) if answers.len() == n => {
+                job_fault = answers.iter().find_map(Outcome::fault);
+                if job_fault.is_some_and(Fault::discards_connection) {
+                    conn.discard();
+                }
                 self.store.finish(&mut conn, Ok::<_, StoreError>(answers))
             }
             _ => {
@@ -208,10 +260,16 @@ impl<J, R> Writer<J, R> {
         }
         match outcome {
             Ok(answers) => {
-                self.store.note(Ok(()));
+                match job_fault {
+                    Some(fault) => self.store.note(Err(&StoreError::new(
+                        fault,
+                        "a write of the committed batch met a storage fault",
+                    ))),
+                    None => self.store.note(Ok(())),
+                }
                 Ok(answers)
             }
-            Err(Failure::Store(e) | Failure::Op(e)) => Err(e),
+            Err(Failure::Store(e) | Failure::Op(e)) => Err(Refused::Batch(e)),
         }
     }
 }

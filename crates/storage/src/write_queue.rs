@@ -7,27 +7,34 @@
 //! refuses rolls back alone; a failed `COMMIT` fails them all.
 
 use std::any::Any;
+use std::error::Error;
 
 use diesel::Connection;
 
-use crate::fault::{Failure, StoreError};
+use crate::fault::{Failure, Fault, StoreError};
+use crate::group_commit::Outcome;
 use crate::{DbConnection, GroupCommit, Store};
 
-type Job = Box<dyn FnOnce(&mut DbConnection) -> Box<dyn Any + Send> + Send>;
-type Answer = Result<Box<dyn Any + Send>, StoreError>;
+type Job = Box<dyn FnOnce(&mut DbConnection) -> Answer + Send>;
+/// A job's own `Result<T, E>`, boxed: the error side stays an error so that the group commit
+/// sees its faults ([`crate::group_commit::Outcome`]); a batch that failed answers a boxed
+/// [`StoreError`].
+struct Answer(Result<Box<dyn Any + Send>, Box<dyn Error + Send>>);
+
+impl Outcome for Answer {
+    fn fault(&self) -> Option<Fault> {
+        self.0.as_ref().err().and_then(|e| Fault::find(&**e))
+    }
+}
 
 pub struct WriteQueue {
     commits: GroupCommit<Job, Answer>,
-    /// Told about the faults the writes themselves met (a full disk at an `INSERT`), for
-    /// `/health`; the group commit reports its own.
-    store: Store,
 }
 
 impl WriteQueue {
     pub fn new(store: Store) -> Self {
         WriteQueue {
-            commits: GroupCommit::new(store.clone(), run_all, Err),
-            store,
+            commits: GroupCommit::new(store, run_all, |e| Answer(Err(Box::new(e)))),
         }
     }
 
@@ -36,10 +43,9 @@ impl WriteQueue {
     where
         F: FnOnce(&mut DbConnection) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
-        E: std::error::Error + From<diesel::result::Error> + Send + 'static,
+        E: Error + From<diesel::result::Error> + Send + 'static,
     {
-        let job: Job = Box::new(move |c| Box::new(c.transaction(f)) as Box<dyn Any + Send>);
-        self.noted(open(self.commits.submit(job).await))
+        open(self.commits.submit(job(f)).await)
     }
 
     /// [`WriteQueue::write`] for a plain thread.
@@ -47,31 +53,44 @@ impl WriteQueue {
     where
         F: FnOnce(&mut DbConnection) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
-        E: std::error::Error + From<diesel::result::Error> + Send + 'static,
+        E: Error + From<diesel::result::Error> + Send + 'static,
     {
-        let job: Job = Box::new(move |c| Box::new(c.transaction(f)) as Box<dyn Any + Send>);
-        self.noted(open(self.commits.submit_blocking(job)))
+        open(self.commits.submit_blocking(job(f)))
     }
+}
 
-    fn noted<T, E: std::error::Error + 'static>(
-        &self,
-        outcome: Result<T, Failure<E>>,
-    ) -> Result<T, Failure<E>> {
-        if let Err(Failure::Op(e)) = &outcome {
-            self.store.note(Err(e));
-        }
-        outcome
-    }
+/// `f` in its own savepoint, so that a write the database refuses rolls back alone.
+fn job<T, E, F>(f: F) -> Job
+where
+    F: FnOnce(&mut DbConnection) -> Result<T, E> + Send + 'static,
+    T: Send + 'static,
+    E: Error + From<diesel::result::Error> + Send + 'static,
+{
+    Box::new(move |c| {
+        Answer(match c.transaction(f) {
+            Ok(value) => Ok(Box::new(value)),
+            Err(e) => Err(Box::new(e)),
+        })
+    })
 }
 
 fn run_all(conn: &mut DbConnection, jobs: Vec<Job>) -> Vec<Answer> {
-    jobs.into_iter().map(|job| Ok(job(conn))).collect()
+    jobs.into_iter().map(|job| job(conn)).collect()
 }
 
-/// The job's own `Result<T, E>`, boxed by [`WriteQueue::write`] with these very types.
-fn open<T: 'static, E: 'static>(answer: Answer) -> Result<T, Failure<E>> {
-    match answer?.downcast::<Result<T, E>>() {
-        Ok(result) => (*result).map_err(Failure::Op),
-        Err(_) => unreachable!("a job answers the Result type its write boxed"),
+/// Unboxes what [`job`] boxed with these very types (or the batch's [`StoreError`]).
+fn open<T: 'static, E: Error + 'static>(answer: Answer) -> Result<T, Failure<E>> {
+    match answer.0 {
+        Ok(value) => match value.downcast::<T>() {
+            Ok(value) => Ok(*value),
+            Err(_) => unreachable!("a job answers the type its write boxed"),
+        },
+        Err(e) => match e.downcast::<E>() {
+            Ok(e) => Err(Failure::Op(*e)),
+            Err(e) => match e.downcast::<StoreError>() {
+                Ok(e) => Err(Failure::Store(*e)),
+                Err(_) => unreachable!("a job fails with its own error or the batch's"),
+            },
+        },
     }
 }

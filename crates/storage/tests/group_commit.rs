@@ -103,3 +103,82 @@ fn a_panicking_batch_fails_only_its_own_jobs() {
     }
     cleanup(pools);
 }
+
+/// Marks its connection with a temporary table (`"mark"`), reports whether the connection has
+/// that mark (`"probe"`), or fails the way a statement on a read-only connection does
+/// (`"read-only"`), while the batch around it commits.
+fn marks(conn: &mut DbConnection, jobs: Vec<&'static str>) -> Vec<Result<bool, StoreError>> {
+    jobs.into_iter()
+        .map(|job| match job {
+            "mark" => {
+                diesel::sql_query("CREATE TEMPORARY TABLE IF NOT EXISTS marked (x INTEGER)")
+                    .execute(conn)
+                    .unwrap();
+                Ok(true)
+            }
+            "probe" => Ok(diesel::sql_query("SELECT x FROM marked")
+                .execute(conn)
+                .is_ok()),
+            _ => Err(StoreError::new(
+                Fault::ReadOnly,
+                "attempt to write a readonly database",
+            )),
+        })
+        .collect()
+}
+
+/// A SQLite connection opened while the file was read-only stays read-only after the file is
+/// writable again: its statements fail inside a batch that still commits. The writer must not
+/// keep such a connection (the server would answer 503 to every write until restarted).
+#[test]
+fn a_job_that_meets_a_lasting_fault_discards_the_writer_connection() {
+    let pools = pools("discard");
+    for (pool, _) in &pools {
+        let gc = GroupCommit::new(pool.clone(), marks, Err);
+        assert_eq!(gc.submit_blocking("mark"), Ok(true));
+        // One connection in the pool: the same one, still marked.
+        assert_eq!(gc.submit_blocking("probe"), Ok(true));
+        let err = gc.submit_blocking("read-only").unwrap_err();
+        assert_eq!(err.fault, Fault::ReadOnly);
+        assert_eq!(
+            pool.check().unwrap_err().fault,
+            Fault::ReadOnly,
+            "/health hears about the job's fault"
+        );
+        assert_eq!(
+            gc.submit_blocking("probe"),
+            Ok(false),
+            "the connection that met the fault was closed, the next batch runs on a new one"
+        );
+        assert!(pool.check().is_ok(), "a committed batch clears the fault");
+    }
+    cleanup(pools);
+}
+
+/// With the database unreachable, a batch learns it only after the checkout timeout. The jobs
+/// that queued behind it meanwhile get that answer at once rather than one more checkout
+/// timeout each, batch after batch (a PostgreSQL outage answered ledger appends after 3 s).
+#[test]
+fn jobs_queued_behind_an_unreachable_database_share_its_answer() {
+    // Nothing listens on port 1: every connection attempt is refused until the checkout timeout.
+    let mut db = Database::parse("postgres://postgres@127.0.0.1:1/none").unwrap();
+    db.timeouts.checkout = std::time::Duration::from_secs(3);
+    let store = Store::lazy(db, 1);
+    let gc = &group_commit(&store);
+    std::thread::scope(|s| {
+        let first = s.spawn(move || gc.submit_blocking(1));
+        // Queued while the first batch waits for a connection (the wait is 3 s).
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let queued: Vec<_> = (0..4)
+            .map(|i| s.spawn(move || gc.submit_blocking(i)))
+            .collect();
+        let first = first.join().unwrap().unwrap_err();
+        assert_eq!(first.fault, Fault::Unavailable);
+        assert!(!first.detail.contains("waited in the queue"), "{first}");
+        for job in queued {
+            let err = job.join().unwrap().unwrap_err();
+            assert_eq!(err.fault, Fault::Unavailable);
+            assert!(err.detail.contains("waited in the queue"), "{err}");
+        }
+    });
+}
