@@ -14,7 +14,7 @@ PG_ADMIN="${BENCH_PG_URL-postgres://postgres@127.0.0.1:5432/test}"
 NOTES=10000
 export NOTES
 ARTICLES="${BENCH_ARTICLES:-1000000}"
-WEBHOOK_SECRET="bench-secret-$(date +%s)"
+WEBHOOK_SECRET="bench-secret-$(date +%s)-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 export WEBHOOK_SECRET
 
 if ! command -v wrk >/dev/null; then
@@ -136,6 +136,27 @@ bench_backend() { # backend database_url seed_target
 
 bench_backend sqlite "sqlite://$work/bench.db" "$work/bench.db"
 
+# The cost of durability (synchronous=FULL, the default) in the same run: the write routes again
+# on a fresh SQLite file with SQLITE_SYNCHRONOUS=normal (the documented opt-out).
+bench_sqlite_normal() {
+  echo "== sqlite, synchronous=normal"
+  local port; port=$(free_port)
+  DATABASE_URL="sqlite://$work/normal.db" SQLITE_SYNCHRONOUS=normal BIND="127.0.0.1:$port" RUST_LOG=warn \
+    WEBHOOK_SECRET="$WEBHOOK_SECRET" "$BIN" > "$work/sqlite-normal.log" 2>&1 &
+  local pid=$!; pids+=("$pid")
+  local base="http://127.0.0.1:$port"
+  wait_up "$base/health"
+  seed_notes sqlite "$work/normal.db"
+  load sqlite "POST /notes (synchronous=normal)" "$base/notes" scripts/bench/post_note.lua
+  for i in $(seq 0 99); do
+    curl -s -o /dev/null -X POST -H 'content-type: application/json' \
+      -d "{\"account_id\":\"bench-$i\",\"owner\":\"bench\"}" "$base/accounts"
+  done
+  ACCOUNTS=100 load sqlite "POST /accounts/{id}/events (100 accounts, synchronous=normal)" "$base" scripts/bench/append_event.lua
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+bench_sqlite_normal
+
 if [ -n "$PG_ADMIN" ] && pg_isready -h 127.0.0.1 -q 2>/dev/null; then
   db="bench_$(date +%s)"
   psql -q "$PG_ADMIN" -c "CREATE DATABASE $db"
@@ -162,7 +183,8 @@ within one run rather than absolute numbers across runs.
 
 Method: release build; {$NOTES} seeded notes; \`wrk -t1 -c$CONNS -d${DURATION}s --latency\` per route, the server
 with its default workers (one per core) on the same machine as wrk; SQLite in WAL mode
-(synchronous=NORMAL, pool 8); PostgreSQL 15 local (pool 16). The wrk scripts format their
+(synchronous=FULL, the default, pool 8; the rows marked synchronous=normal ran on a second
+server with the opt-out); PostgreSQL 15 local (pool 16). The wrk scripts format their
 requests once, before the run (scripts/bench/*.lua), so wrk takes the same small share of the
 cores for every route; webhook deliveries are signed at the second they are expected to be sent
 (40,000 per second of the run, scripts/bench/webhook_pool.py), as a real sender signs. The ceiling is

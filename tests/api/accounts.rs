@@ -472,7 +472,10 @@ async fn append_to_an_unknown_account_is_404(app: TestApp) {
     // Nothing was created on the way.
     let list = json(app.get("/accounts").await, StatusCode::OK).await;
     assert_eq!(list["total"], 0);
-    assert_eq!(app.events("ghost").await, json!({"total": 0, "items": []}));
+    assert_eq!(
+        app.events("ghost").await,
+        json!({"total": 0, "items": [], "has_more": false, "next_cursor": null})
+    );
 }
 
 async fn withdrawal_above_the_balance_is_insufficient_funds(app: TestApp) {
@@ -747,7 +750,10 @@ async fn event_list_orders_pages_and_counts(app: TestApp) {
         StatusCode::OK,
     )
     .await;
-    assert_eq!(end, json!({"total": 10, "items": []}));
+    assert_eq!(
+        end,
+        json!({"total": 10, "items": [], "has_more": false, "next_cursor": null})
+    );
     let one = json(app.get("/accounts/e/events?limit=1").await, StatusCode::OK).await;
     assert_eq!(one["items"].as_array().unwrap().len(), 1);
     assert_eq!(one["items"][0]["event_type"], "AccountOpened");
@@ -771,7 +777,11 @@ async fn event_list_of_an_unknown_account_is_empty(app: TestApp) {
         "/accounts/%00/events",
     ] {
         let body = json(app.get(path).await, StatusCode::OK).await;
-        assert_eq!(body, json!({"total": 0, "items": []}), "{path}");
+        assert_eq!(
+            body,
+            json!({"total": 0, "items": [], "has_more": false, "next_cursor": null}),
+            "{path}"
+        );
     }
 }
 

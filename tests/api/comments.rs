@@ -38,7 +38,7 @@ async fn comment_crud(app: TestApp) {
     .await;
     assert_eq!(
         list,
-        json!({"items": [updated], "limit": 20, "offset": 0, "total": 1})
+        json!({"items": [updated], "limit": 20, "offset": 0, "total": 1, "next_offset": null})
     );
     assert_eq!(app.delete(&path).await.status(), StatusCode::NO_CONTENT);
     let p = problem(app.get(&path).await, StatusCode::NOT_FOUND, "not-found").await;

@@ -31,7 +31,10 @@ backend_tests!(
 );
 
 const SECRET: &str = "an-example-secret-of-at-least-32-bytes!";
-const KEYS: [&str; 2] = ["key-alpha-1234", "key-beta-5678"];
+const KEYS: [&str; 2] = [
+    "key-alpha-1234-padded-to-at-least-32-bytes",
+    "key-beta-5678-padded-to-at-least-32-bytes",
+];
 
 fn now() -> i64 {
     SystemTime::now()
@@ -65,7 +68,7 @@ async fn example_notes_share_the_core_store(app: TestApp) {
     .await;
     assert_eq!(
         list,
-        json!({"items": [other], "limit": 1, "offset": 1, "total": 2})
+        json!({"items": [other], "limit": 1, "offset": 1, "total": 2, "next_offset": null})
     );
     let updated = json(
         app.put_json(
@@ -163,7 +166,7 @@ async fn example_tags_share_the_core_store(app: TestApp) {
     let list = json(app.get("/examples/tags").await, StatusCode::OK).await;
     assert_eq!(
         list,
-        json!({"items": [tag], "limit": 20, "offset": 0, "total": 1})
+        json!({"items": [tag], "limit": 20, "offset": 0, "total": 1, "next_offset": null})
     );
     let renamed = json(
         app.put_json(&format!("/examples/tags/{id}"), &json!({"name": "go"}))

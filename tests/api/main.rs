@@ -14,6 +14,7 @@ mod hostile;
 mod migrations;
 mod notes;
 mod openapi;
+mod request_limits;
 mod storage_faults;
 mod tags;
 mod tokens;

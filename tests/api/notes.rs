@@ -89,7 +89,7 @@ async fn list_envelope_orders_and_pages(app: TestApp) {
     let empty = json(app.get("/notes").await, StatusCode::OK).await;
     assert_eq!(
         empty,
-        json!({"items": [], "limit": 20, "offset": 0, "total": 0})
+        json!({"items": [], "limit": 20, "offset": 0, "total": 0, "next_offset": null})
     );
     let mut ids = Vec::new();
     for i in 0..25 {

@@ -502,7 +502,7 @@ async fn usage(app: &TestApp) -> Value {
 async fn v1_calls_are_counted_per_caller(app: TestApp) {
     assert_eq!(
         usage(&app).await,
-        json!({"items": [], "limit": 100, "offset": 0, "total": 0})
+        json!({"items": [], "limit": 100, "offset": 0, "total": 0, "next_offset": null})
     );
     for (user, path) in [
         (Some("alice"), "/v1/notes"),

@@ -13,7 +13,7 @@ use webhook_verify::header;
 use crate::helpers::{Backend, TestApp, json, problem, test_settings};
 use crate::{api_tests, backend_tests};
 
-const SECRET: &str = "whsec_http_test_3f9a";
+const SECRET: &str = "whsec_http_test_3f9a_padded_to_32_bytes";
 const PREVIOUS: &str = "whsec_http_previous_77c1";
 const MAX_BODY: usize = 1_048_576;
 
@@ -26,7 +26,8 @@ backend_tests!(
     body_at_the_size_limit_is_accepted_and_over_it_is_413,
     previous_secret_is_accepted_during_rotation,
     list_pages_newest_first,
-    any_content_type_is_accepted,
+    only_json_content_types_are_accepted,
+    list_pages_are_bounded_in_bytes,
     nul_in_event_type_is_422,
     several_signature_headers_are_malformed,
     blank_secret_refuses_to_start,
@@ -380,7 +381,7 @@ async fn invalid_deliveries_store_nothing(backend: Backend) {
     let list = json(app.get("/webhook/events").await, StatusCode::OK).await;
     assert_eq!(
         list,
-        json!({"items": [], "limit": 20, "offset": 0, "total": 0})
+        json!({"items": [], "limit": 20, "offset": 0, "total": 0, "next_offset": null})
     );
     // The good one still works afterwards.
     accepted(app.deliver(Some(&good), body.to_owned()).await).await;
@@ -431,6 +432,35 @@ fn body_of_len(len: usize) -> String {
     format!("{head}{}{tail}", "x".repeat(len - head.len() - tail.len()))
 }
 
+/// Payloads are kept as delivered (up to `MAX_BODY_BYTES` each): a page stops before about
+/// 1 MiB, and `next_offset` leads to the rest, one large event at a time if need be.
+async fn list_pages_are_bounded_in_bytes(backend: Backend) {
+    let app = spawn(backend).await;
+    for i in 0..3 {
+        accepted(app.deliver_signed(SECRET, &body_of_len(600_000 + i)).await).await;
+    }
+    accepted(
+        app.deliver_signed(SECRET, r#"{"event_type":"small"}"#)
+            .await,
+    )
+    .await;
+    let mut offsets = Vec::new();
+    let mut next = Some(0);
+    while let Some(offset) = next {
+        let res = app
+            .get(&format!("/webhook/events?limit=100&offset={offset}"))
+            .await;
+        let bytes = res.bytes().await.unwrap();
+        assert!(bytes.len() <= 1_100_000, "a page of {} bytes", bytes.len());
+        let page: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(page["total"], 4);
+        offsets.push((offset, page["items"].as_array().unwrap().len()));
+        next = page["next_offset"].as_i64();
+    }
+    // The small newest one fits beside the first large one; the others come one per page.
+    assert_eq!(offsets, [(0, 2), (2, 1), (3, 1)]);
+}
+
 async fn body_at_the_size_limit_is_accepted_and_over_it_is_413(backend: Backend) {
     let app = spawn(backend).await;
     assert_eq!(server::settings::DEFAULT_MAX_BODY_BYTES, MAX_BODY);
@@ -457,7 +487,7 @@ async fn body_at_the_size_limit_is_accepted_and_over_it_is_413(backend: Backend)
     let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let mut request = format!(
         "POST /webhook HTTP/1.1\r\nHost: {addr}\r\nX-Webhook-Signature: {sig}\r\n\
-         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
     )
     .into_bytes();
     for chunk in over.as_bytes().chunks(64 * 1024) {
@@ -589,17 +619,11 @@ async fn list_pages_newest_first(backend: Backend) {
     }
 }
 
-async fn any_content_type_is_accepted(backend: Backend) {
+/// Deliveries are JSON: `application/json` and `+json` types are accepted with parameters; any
+/// other type, or none, is 415 before the signature is looked at, and nothing is stored.
+async fn only_json_content_types_are_accepted(backend: Backend) {
     let app = spawn(backend).await;
-    for (i, content_type) in [
-        Some("text/plain"),
-        Some("application/octet-stream"),
-        Some("application/x-www-form-urlencoded"),
-        None,
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    let deliver = |content_type: Option<&'static str>, i: usize| {
         let body = format!(r#"{{"event_type":"ct","i":{i}}}"#);
         let sig = header(SECRET.as_bytes(), now(), body.as_bytes());
         let mut req = app
@@ -609,9 +633,35 @@ async fn any_content_type_is_accepted(backend: Backend) {
         if let Some(ct) = content_type {
             req = req.header("content-type", ct);
         }
-        accepted(req.send().await.unwrap()).await;
+        req.send()
+    };
+    for (i, ct) in [
+        "application/json; charset=utf-8",
+        "application/cloudevents+json",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        accepted(deliver(Some(ct), i).await.unwrap()).await;
     }
-    assert_eq!(app.event_count().await, 4);
+    for (i, ct) in [
+        Some("text/plain"),
+        Some("application/octet-stream"),
+        Some("application/x-www-form-urlencoded"),
+        None,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let res = deliver(ct, 10 + i).await.unwrap();
+        problem(
+            res,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+        )
+        .await;
+    }
+    assert_eq!(app.event_count().await, 2);
 }
 
 async fn nul_in_event_type_is_422(backend: Backend) {
@@ -637,6 +687,7 @@ async fn several_signature_headers_are_malformed(backend: Backend) {
     let sig = header(SECRET.as_bytes(), now(), body.as_bytes());
     let res = app
         .request(Method::POST, "/webhook")
+        .header("content-type", "application/json")
         .header("x-webhook-signature", sig.clone())
         .header("x-webhook-signature", sig)
         .body(body)
@@ -661,7 +712,7 @@ async fn wrong_method_is_405(app: TestApp) {
 // ---------------------------------------------------------------------------------------------
 // Secrets stay secret: never in a response (body or header), never in a log line.
 
-const CANARY: &str = "whsec-canary-6d1f0b";
+const CANARY: &str = "whsec-canary-6d1f0b-padded-to-32-bytes";
 
 async fn secret_never_appears_in_responses_or_logs(backend: Backend) {
     let capture = crate::helpers::log_capture();

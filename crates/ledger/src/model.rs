@@ -11,6 +11,13 @@ pub const OWNER_MAX: usize = 200;
 pub const AMOUNT_MAX: i64 = 1_000_000_000_000;
 /// Default and maximum `limit` of an event list.
 pub const EVENTS_LIMIT_MAX: i64 = 1_000;
+/// An event's `payload`, serialized, is at most this long. The event needs a few bytes
+/// (`amount_cents`); the rest is the caller's own annotations, stored and served back with
+/// every page, so unbounded extras let one 109-byte GET answer 208 MB.
+pub const PAYLOAD_MAX_BYTES: usize = 4_096;
+/// A page of events stops before its items pass this many bytes (at least one item is always
+/// served); `has_more` and `next_cursor` lead to the rest.
+pub const EVENTS_PAGE_MAX_BYTES: usize = 1_048_576;
 /// `aggregate_type` of every event.
 pub const AGGREGATE_TYPE: &str = "account";
 /// Idempotency keys: 1 ..= 255 visible ASCII characters.
@@ -121,6 +128,11 @@ pub struct Fact {
     pub change: Change,
 }
 
+/// The length of `payload` as compact JSON.
+pub fn encoded_len(payload: &Map<String, Value>) -> usize {
+    serde_json::to_vec(payload).map_or(usize::MAX, |v| v.len())
+}
+
 /// A stored event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
@@ -134,6 +146,17 @@ pub struct Event {
 }
 
 impl Event {
+    /// About what the event takes in a response: its payload and text members, plus a fixed
+    /// allowance for the member names and numbers.
+    pub fn encoded_len(&self) -> usize {
+        encoded_len(&self.payload)
+            + self.aggregate_id.len()
+            + self.aggregate_type.len()
+            + self.event_type.len()
+            + self.occurred_at.len()
+            + 128
+    }
+
     /// The event as the fold reads it.
     pub fn fact(&self) -> Result<Fact, String> {
         Ok(Fact {
@@ -257,6 +280,14 @@ impl AppendEvent {
         };
         let payload = match obj.get("payload") {
             None | Some(Value::Null) => Some(Map::new()),
+            Some(Value::Object(p)) if encoded_len(p) > PAYLOAD_MAX_BYTES => {
+                f.push(FieldError::new(
+                    "payload",
+                    FieldErrorCode::TooLong,
+                    format!("payload must serialize to at most {PAYLOAD_MAX_BYTES} bytes of JSON"),
+                ));
+                None
+            }
             Some(Value::Object(p)) => Some(p.clone()),
             Some(_) => {
                 f.push(FieldError::new(

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use diesel::Connection;
-use pagination::Page;
+use pagination::{Cursor, CursorPage, Page};
 use storage::DbConnection;
 
 use crate::fold::{apply, decide};
@@ -512,17 +512,27 @@ impl Default for EventsPage {
     }
 }
 
-/// One page of an account's events (sequence ascending) and the count of all its events. An
-/// unknown account simply has none.
+/// One page of an account's events (sequence ascending, at most `limit` and about
+/// [`crate::model::EVENTS_PAGE_MAX_BYTES`]) and the count of all its events. An unknown account
+/// simply has none. `next_cursor` is the `after_sequence` of the next page.
 pub fn list_events(
     conn: &mut DbConnection,
     account_id: &str,
     page: EventsPage,
-) -> Result<(Vec<Event>, i64), Error> {
+) -> Result<(CursorPage<Event>, i64), Error> {
+    let cursor = Cursor {
+        limit: page.limit,
+        after: Some(page.after_sequence),
+    };
     if !is_valid_account_id(account_id) {
-        return Ok((Vec::new(), 0));
+        return Ok((CursorPage::from_rows(Vec::new(), cursor, |e| e.sequence), 0));
     }
-    let items = repo::events(conn, account_id, page.after_sequence, None, page.limit)?;
+    let rows = repo::events(conn, account_id, page.after_sequence, None, page.limit + 1)?;
+    let items = CursorPage::from_rows(rows, cursor, |e: &Event| e.sequence).within_bytes(
+        crate::model::EVENTS_PAGE_MAX_BYTES,
+        Event::encoded_len,
+        |e| e.sequence,
+    );
     let total = repo::count_events(conn, account_id)?;
     Ok((items, total))
 }

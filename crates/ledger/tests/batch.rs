@@ -147,7 +147,7 @@ fn a_batch_of_refusals_writes_nothing() {
         assert!(matches!(out[0], Err(Error::InsufficientFunds { .. })));
         assert!(matches!(out[1], Err(Error::SequenceMismatch { .. })));
         let (events, total) = service::list_events(c, "a", Default::default()).unwrap();
-        assert_eq!((events.len(), total), (1, 1));
+        assert_eq!((events.items.len(), total), (1, 1));
         assert_eq!(service::get_account(c, "a").unwrap().state.last_sequence, 1);
     });
 }

@@ -202,6 +202,33 @@ impl<T> CursorPage<T> {
         }
     }
 
+    /// Ends the page before its items pass `budget` bytes (as `size` counts them), keeping at
+    /// least one item, so a page of large items is bounded in memory as well as in count. A
+    /// shortened page says `has_more`, and its `next_cursor` leads to the rest.
+    pub fn within_bytes(
+        mut self,
+        budget: usize,
+        size: impl Fn(&T) -> usize,
+        id: impl Fn(&T) -> i64,
+    ) -> Self {
+        let mut used = 0usize;
+        let fits = self
+            .items
+            .iter()
+            .take_while(|item| {
+                used = used.saturating_add(size(item));
+                used <= budget
+            })
+            .count()
+            .max(1);
+        if fits < self.items.len() {
+            self.items.truncate(fits);
+            self.has_more = true;
+            self.next_cursor = self.items.last().map(id);
+        }
+        self
+    }
+
     pub fn map<U>(self, f: impl FnMut(T) -> U) -> CursorPage<U> {
         CursorPage {
             items: self.items.into_iter().map(f).collect(),
@@ -212,23 +239,55 @@ impl<T> CursorPage<T> {
     }
 }
 
-/// The list envelope `{items, limit, offset, total}`.
+/// The list envelope `{items, limit, offset, total, next_offset}`. `next_offset` is where the
+/// next page starts (this page's offset plus its items) while items remain, else `None`: a page
+/// may end before `limit` when its items are large ([`ListEnvelope::within_bytes`]), so
+/// `offset + limit` is not always the next page.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ListEnvelope<T> {
     pub items: Vec<T>,
     pub limit: i64,
     pub offset: i64,
     pub total: i64,
+    pub next_offset: Option<i64>,
 }
 
 impl<T> ListEnvelope<T> {
     pub fn new(items: Vec<T>, page: Page, total: i64) -> Self {
-        ListEnvelope {
+        let mut envelope = ListEnvelope {
             items,
             limit: page.limit,
             offset: page.offset,
             total,
-        }
+            next_offset: None,
+        };
+        envelope.next_offset = envelope.following();
+        envelope
+    }
+
+    fn following(&self) -> Option<i64> {
+        let end = self
+            .offset
+            .saturating_add(i64::try_from(self.items.len()).unwrap_or(i64::MAX));
+        (!self.items.is_empty() && end < self.total).then_some(end)
+    }
+
+    /// Ends the page before its items pass `budget` bytes (as `size` counts them), keeping at
+    /// least one item; `next_offset` then points right after the last item kept.
+    pub fn within_bytes(mut self, budget: usize, size: impl Fn(&T) -> usize) -> Self {
+        let mut used = 0usize;
+        let fits = self
+            .items
+            .iter()
+            .take_while(|item| {
+                used = used.saturating_add(size(item));
+                used <= budget
+            })
+            .count()
+            .max(1);
+        self.items.truncate(fits);
+        self.next_offset = self.following();
+        self
     }
 
     pub fn map<U>(self, f: impl FnMut(T) -> U) -> ListEnvelope<U> {
@@ -237,6 +296,7 @@ impl<T> ListEnvelope<T> {
             limit: self.limit,
             offset: self.offset,
             total: self.total,
+            next_offset: self.next_offset,
         }
     }
 }
@@ -245,6 +305,48 @@ impl<T> ListEnvelope<T> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_list_says_where_its_next_page_starts() {
+        let page = Page {
+            limit: 3,
+            offset: 3,
+        };
+        let env = ListEnvelope::new(vec![4, 5, 6], page, 10);
+        assert_eq!(env.next_offset, Some(6));
+        assert_eq!(ListEnvelope::new(vec![9, 10], page, 5).next_offset, None);
+        assert_eq!(
+            ListEnvelope::new(Vec::<i64>::new(), page, 2).next_offset,
+            None
+        );
+        // Large items: the page ends early and the next one starts right after it.
+        let cut = env.within_bytes(150, |_| 100);
+        assert_eq!((cut.items, cut.next_offset), (vec![4], Some(4)));
+    }
+
+    #[test]
+    fn a_page_of_large_items_stops_at_its_byte_budget() {
+        let cursor = Cursor {
+            limit: 10,
+            after: None,
+        };
+        let rows: Vec<i64> = (1..=11).collect();
+        let page = CursorPage::from_rows(rows.clone(), cursor, |r| *r);
+        let size = |_: &i64| 100;
+        // 10 items of 100 bytes in 350: three fit; the page says where to go on.
+        let cut = page.clone().within_bytes(350, size, |r| *r);
+        assert_eq!(cut.items, vec![1, 2, 3]);
+        assert!(cut.has_more);
+        assert_eq!(cut.next_cursor, Some(3));
+        // One item is always served, however large.
+        let one = page.clone().within_bytes(10, size, |r| *r);
+        assert_eq!((one.items, one.next_cursor), (vec![1], Some(1)));
+        // Within budget: unchanged.
+        assert_eq!(page.clone().within_bytes(10_000, size, |r| *r), page);
+        let last =
+            CursorPage::from_rows(vec![1, 2], cursor, |r| *r).within_bytes(10_000, size, |r| *r);
+        assert!(!last.has_more);
+    }
 
     #[test]
     fn strict_defaults() {
@@ -362,7 +464,7 @@ mod tests {
         let json = serde_json::to_value(&env).unwrap();
         assert_eq!(
             json,
-            serde_json::json!({"items": [1, 2], "limit": 20, "offset": 0, "total": 7})
+            serde_json::json!({"items": [1, 2], "limit": 20, "offset": 0, "total": 7, "next_offset": 2})
         );
         assert_eq!(env.map(|x| x * 2).items, vec![2, 4]);
     }

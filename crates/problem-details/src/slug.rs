@@ -10,6 +10,7 @@ pub enum Slug {
     Forbidden,
     NotFound,
     MethodNotAllowed,
+    RequestTimeout,
     Conflict,
     PayloadTooLarge,
     UnsupportedMediaType,
@@ -24,7 +25,7 @@ pub enum Slug {
 }
 
 impl Slug {
-    pub const ALL: [Slug; 18] = [
+    pub const ALL: [Slug; 19] = [
         Slug::BadRequest,
         Slug::InvalidBody,
         Slug::Unauthorized,
@@ -32,6 +33,7 @@ impl Slug {
         Slug::Forbidden,
         Slug::NotFound,
         Slug::MethodNotAllowed,
+        Slug::RequestTimeout,
         Slug::Conflict,
         Slug::PayloadTooLarge,
         Slug::UnsupportedMediaType,
@@ -54,6 +56,7 @@ impl Slug {
             Slug::Forbidden => "forbidden",
             Slug::NotFound => "not-found",
             Slug::MethodNotAllowed => "method-not-allowed",
+            Slug::RequestTimeout => "request-timeout",
             Slug::Conflict => "conflict",
             Slug::PayloadTooLarge => "payload-too-large",
             Slug::UnsupportedMediaType => "unsupported-media-type",
@@ -80,6 +83,7 @@ impl Slug {
             Slug::Forbidden => 403,
             Slug::NotFound => 404,
             Slug::MethodNotAllowed => 405,
+            Slug::RequestTimeout => 408,
             Slug::Conflict | Slug::AccountClosed => 409,
             Slug::PayloadTooLarge => 413,
             Slug::UnsupportedMediaType => 415,
@@ -101,6 +105,7 @@ impl Slug {
             Slug::Forbidden => "Forbidden.",
             Slug::NotFound => "Resource not found.",
             Slug::MethodNotAllowed => "Method not allowed.",
+            Slug::RequestTimeout => "Request timeout.",
             Slug::Conflict => "Conflict.",
             Slug::PayloadTooLarge => "Payload too large.",
             Slug::UnsupportedMediaType => "Unsupported media type.",
@@ -137,6 +142,11 @@ impl Slug {
                 "The resource exists but does not support this method. The Allow header lists \
                  the methods it does support."
             }
+            Slug::RequestTimeout => {
+                "The request (its head and its body) did not arrive within the server's request \
+                 timeout (REQUEST_TIMEOUT, 30 seconds by default). Nothing was processed and the \
+                 connection is closed; send the request again, at once and in full."
+            }
             Slug::Conflict => {
                 "The request conflicts with the current state of the resource, for example a \
                  duplicate unique value or a stale expected sequence."
@@ -144,7 +154,11 @@ impl Slug {
             Slug::PayloadTooLarge => {
                 "The request body is larger than the configured limit (member max_bytes)."
             }
-            Slug::UnsupportedMediaType => "The request body must be sent as application/json.",
+            Slug::UnsupportedMediaType => {
+                "The request body must be sent as application/json (or a +json type), without \
+                 a Content-Encoding: a body with any other or no Content-Type, or a compressed \
+                 one, is refused before it is read."
+            }
             Slug::ValidationFailed => {
                 "One or more inputs are invalid. The errors member lists every invalid field with \
                  a message and a machine-readable code."

@@ -15,8 +15,9 @@ use storage::{Database, Store};
 
 use crate::db::Db;
 use crate::middleware::deprecation::{self, V1Policy};
+use crate::middleware::limits::{self, ConnectionCounter, Limits};
 use crate::middleware::problems::{self, BodyLimit, ProblemBase, RouteTable};
-use crate::middleware::{headers, rate_limit, token_auth};
+use crate::middleware::{access_log, headers, path, rate_limit, token_auth};
 use crate::openapi::{self, SPEC_PATH};
 use crate::routes;
 use crate::settings::Settings;
@@ -105,18 +106,22 @@ impl Application {
             info: Data::new(AppInfo {
                 service_name: settings.service_name.clone(),
             }),
-            problem_base: Data::new(ProblemBase(settings.problem_base_url.clone())),
+            problem_base: Data::new(ProblemBase::new(
+                settings.problem_base_url.clone(),
+                settings.trusted_proxies,
+            )),
             route_table: Data::new(openapi::route_table(&doc)),
-            limiter: settings.rate_limit_per_minute.map(|n| {
-                Data::new(rate_limit::RateLimiter::new(
-                    n,
-                    settings.trust_forwarded_for,
-                ))
-            }),
+            limiter: settings
+                .rate_limit_per_minute
+                .map(|n| Data::new(rate_limit::RateLimiter::new(n, settings.trusted_proxies))),
             body_limit: settings.max_body_bytes,
+            limits: Data::new(Limits {
+                max_body_bytes: settings.max_body_bytes,
+                request_timeout: settings.request_timeout,
+            }),
             v1_policy: Data::new(V1Policy {
                 form: settings.deprecation_form,
-                trust_forwarded_for: settings.trust_forwarded_for,
+                proxies: settings.trusted_proxies,
             }),
             webhooks: Data::new(routes::webhooks::WebhookState::from_settings(&settings)?),
             example_auth: Data::new(routes::examples::ExampleAuth::from_settings(&settings)),
@@ -124,7 +129,21 @@ impl Application {
             api_auth: Data::new(settings.api_auth),
             doc,
         };
+        // Behind trusted proxies every connection comes from a proxy: no per-address cap.
+        let connections = (settings.trusted_proxies.0 == 0)
+            .then(|| ConnectionCounter::new(settings.max_connections_per_client));
         let mut server = HttpServer::new(move || shared.clone().app())
+            .on_connect(move |conn, data| {
+                let peer = conn
+                    .downcast_ref::<actix_web::rt::net::TcpStream>()
+                    .and_then(|stream| stream.peer_addr().ok());
+                if let (Some(counter), Some(peer)) = (&connections, peer) {
+                    data.insert(counter.open(peer.ip()));
+                }
+            })
+            // The head must arrive within 5 s (actix's default, kept explicit); the body within
+            // REQUEST_TIMEOUT of it (`middleware::limits`).
+            .client_request_timeout(std::time::Duration::from_secs(5))
             .listen(listener)?
             .shutdown_timeout(10);
         if let Some(workers) = settings.workers {
@@ -162,6 +181,7 @@ struct Shared {
     route_table: Data<RouteTable>,
     limiter: Option<Data<rate_limit::RateLimiter>>,
     body_limit: usize,
+    limits: Data<Limits>,
     v1_policy: Data<V1Policy>,
     webhooks: Data<routes::webhooks::WebhookState>,
     example_auth: Data<routes::examples::ExampleAuth>,
@@ -217,18 +237,20 @@ impl Shared {
             .app_data(self.route_table)
             .app_data(self.api_auth)
             .app_data(BodyLimit(self.body_limit))
-            .app_data(web::PayloadConfig::new(self.body_limit))
+            .app_data(self.limits)
             .app_data(web::PathConfig::default().error_handler(problems::path_error));
         if let Some(limiter) = self.limiter {
             app = app.app_data(limiter);
         }
+        // Innermost first: a request passes them bottom-up (see docs/ARCHITECTURE.md).
         app.configure(routes)
             .default_service(web::to(problems::no_route))
-            .wrap(from_fn(rate_limit::body_cap))
+            .wrap(from_fn(deprecation::count))
             .wrap(from_fn(token_auth::guard))
             .wrap(from_fn(rate_limit::limit))
+            .wrap(from_fn(limits::enforce))
             .wrap(from_fn(problems::render))
-            .wrap(from_fn(deprecation::v1))
+            .wrap(from_fn(deprecation::headers))
             .wrap(from_fn(headers::stamp))
             .wrap(Condition::new(
                 !self.cors_origins.is_empty(),
@@ -236,8 +258,9 @@ impl Shared {
             ))
             .wrap(
                 Logger::new("%a \"%{request_line}xi\" %s %b %Dms request_id=%{x-request-id}o")
-                    .custom_request_replace("request_line", token_auth::log_safe_request_line),
+                    .custom_request_replace("request_line", access_log::log_safe_request_line),
             )
+            .wrap(from_fn(path::normalize))
             .build_with(SPEC_PATH, BuildConfig::default().disable_openapi_route())
             .route(
                 SPEC_PATH,

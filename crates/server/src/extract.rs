@@ -6,15 +6,19 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 
 use actix_web::dev::Payload;
-use actix_web::http::header::CONTENT_TYPE;
+use actix_web::error::PayloadError;
+use actix_web::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use actix_web::{FromRequest, HttpRequest, web};
 use apistos::paths::{Parameter, ParameterDefinition, ParameterIn, ParameterStyle, RequestBody};
 use apistos::reference_or::ReferenceOr;
 use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
+use futures_util::StreamExt;
 use problem_details::{FieldError, FieldErrorCode, Problem, Slug};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
+use crate::middleware::limits::{is_deadline, is_json};
+use crate::middleware::problems::{BodyLimit, too_large};
 
 /// The body as a JSON object. `T` is the documented request schema only: the domain crate
 /// validates the members itself, so every invalid field is reported at once.
@@ -30,23 +34,11 @@ impl<T> std::ops::Deref for JsonObject<T> {
     }
 }
 
-/// Checks the media type: absent is read as JSON; anything but `application/json` or
-/// `application/*+json` is 415.
+/// Checks the media type of a body that is there. A non-empty body without a JSON type never
+/// gets this far (`middleware::limits`); an empty one with another declared type is 415 here.
 pub fn check_content_type(req: &HttpRequest) -> Result<(), ApiError> {
-    let Some(value) = req.headers().get(CONTENT_TYPE) else {
-        return Ok(());
-    };
-    let essence = value
-        .to_str()
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    let json = essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"));
-    if json {
+    let declared = req.headers().get(CONTENT_TYPE);
+    if declared.is_none() || is_json(declared.and_then(|v| v.to_str().ok())) {
         Ok(())
     } else {
         Err(ApiError::new(Problem::new(
@@ -64,12 +56,42 @@ pub fn body_error(message: &str) -> ApiError {
     )]))
 }
 
-/// Reads the body within the configured cap (`web::PayloadConfig`): 413 beyond it, also for
-/// chunked bodies whose length is unknown up front.
+/// Reads the body as sent, within `MAX_BODY_BYTES` ([`BodyLimit`]): 413 as soon as it grows
+/// past the cap (chunked bodies too), 408 when it stops arriving before the request's
+/// deadline. Never decoded: a compressed body was refused before it was read.
 pub async fn read_body(req: &HttpRequest, payload: &mut Payload) -> Result<web::Bytes, ApiError> {
-    web::Bytes::from_request(req, payload)
-        .await
-        .map_err(|e| crate::middleware::problems::payload_error(req, &e))
+    let limit = req
+        .app_data::<BodyLimit>()
+        .map_or(crate::settings::DEFAULT_MAX_BODY_BYTES, |l| l.0);
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = web::BytesMut::with_capacity(declared.min(limit));
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| unreadable(&e))?;
+        if body.len() + chunk.len() > limit {
+            return Err(too_large(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
+fn unreadable(err: &PayloadError) -> ApiError {
+    if is_deadline(err) {
+        ApiError::new(Problem::new(
+            Slug::RequestTimeout,
+            "The request body did not arrive within the request timeout.",
+        ))
+    } else {
+        ApiError::new(Problem::new(
+            Slug::BadRequest,
+            "The request body could not be read.",
+        ))
+    }
 }
 
 impl<T: 'static> FromRequest for JsonObject<T> {

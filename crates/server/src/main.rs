@@ -61,6 +61,7 @@ async fn run() -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
             let settings = init()?;
+            raise_open_file_limit();
             let app = Application::build(settings.clone()).await?;
             log::info!(
                 "listening on http://{}:{} (database: {})",
@@ -165,6 +166,21 @@ fn init() -> anyhow::Result<Settings> {
     let settings = Settings::from_env()?;
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     Ok(settings)
+}
+
+/// Raises the soft limit on open files to the hard one. The common soft default of 1,024 let
+/// 1,100 idle connections stop the server from accepting any more (`/health` included); the
+/// per-client connection cap and the request deadline bound what one client holds, and this
+/// leaves room for many clients.
+fn raise_open_file_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        if let Err(err) = setrlimit(Resource::Nofile, limit) {
+            log::warn!("cannot raise the open-file limit: {err}");
+        }
+    }
 }
 
 /// [`init`] for the one-shot commands: a ledger check or a seed over a large database may run

@@ -5,6 +5,8 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::middleware::client::TrustedProxies;
+
 /// A secret value: printed as `***` by Debug and Display so it never reaches a log line.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Secret(String);
@@ -49,7 +51,16 @@ pub struct Settings {
     pub problem_base_url: Option<String>,
     pub max_body_bytes: usize,
     pub rate_limit_per_minute: Option<u32>,
-    pub trust_forwarded_for: bool,
+    /// `TRUSTED_PROXIES`: how many reverse proxies in front of the service append to
+    /// `X-Forwarded-For` (`TRUST_FORWARDED_FOR=true` means 1). 0 (default): the socket peer is
+    /// the client, and forwarding headers are ignored everywhere.
+    pub trusted_proxies: TrustedProxies,
+    /// `REQUEST_TIMEOUT` (seconds, default 30): a request's body must have arrived this long
+    /// after its head, or the answer is 408 and the connection is closed.
+    pub request_timeout: Duration,
+    /// `MAX_CONNECTIONS_PER_CLIENT` (default 64): open connections one client address may hold
+    /// (the socket peer; with trusted proxies, the proxies are the peers and are not capped).
+    pub max_connections_per_client: usize,
     pub workers: Option<usize>,
     pub cors_origins: Vec<String>,
     /// `DEPRECATION_HEADER_FORM`: `true` (default, `Deprecation: true`) or `rfc9745`
@@ -91,6 +102,12 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_SERVICE_NAME: &str = "notes-service";
 pub const DEFAULT_API_KEY_HEADER: &str = "X-API-Key";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1_048_576;
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 64;
+/// The shortest `WEBHOOK_SECRET`, API key or `JWT_SECRET` accepted: 32 bytes (256 bits, the
+/// HMAC-SHA256 output size; RFC 7518 §3.2 requires at least that for HS256). A short webhook
+/// secret was recovered online in 89 requests.
+pub const MIN_SECRET_BYTES: usize = credentials::MIN_SECRET_BYTES;
 
 impl Default for Settings {
     fn default() -> Self {
@@ -107,7 +124,9 @@ impl Default for Settings {
             problem_base_url: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             rate_limit_per_minute: None,
-            trust_forwarded_for: false,
+            trusted_proxies: TrustedProxies(0),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
             workers: None,
             cors_origins: Vec::new(),
             deprecation_form: versioned_notes::DeprecationForm::default(),
@@ -175,15 +194,15 @@ impl Settings {
             })?
             .unwrap_or(defaults.bind),
             service_name: get("SERVICE_NAME").unwrap_or(defaults.service_name),
-            api_keys: get("API_KEYS")
-                .map(|v| {
-                    v.split(',')
-                        .map(str::trim)
-                        .filter(|k| !k.is_empty())
-                        .map(Secret::new)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            api_keys: parse("API_KEYS", get("API_KEYS"), |v| {
+                let keys: Vec<&str> = v.split(',').map(str::trim).filter(|k| !k.is_empty()).collect();
+                if keys.iter().all(|k| k.len() >= MIN_SECRET_BYTES) {
+                    Ok(keys.into_iter().map(Secret::new).collect())
+                } else {
+                    Err("every key must be at least 32 bytes (generate one with: openssl rand -hex 32)")
+                }
+            })?
+            .unwrap_or_default(),
             api_key_header: parse("API_KEY_HEADER", get("API_KEY_HEADER"), |v| {
                 let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
                 if v.chars().all(token) {
@@ -193,9 +212,7 @@ impl Settings {
                 }
             })?
             .unwrap_or(defaults.api_key_header),
-            jwt_secret: lookup("JWT_SECRET")
-                .filter(|v| !v.is_empty())
-                .map(Secret::new),
+            jwt_secret: secret("JWT_SECRET", lookup("JWT_SECRET"))?,
             problem_base_url: get("PROBLEM_BASE_URL").map(|v| v.trim_end_matches('/').to_owned()),
             max_body_bytes: parse("MAX_BODY_BYTES", get("MAX_BODY_BYTES"), |v| {
                 v.parse::<usize>()
@@ -214,14 +231,41 @@ impl Settings {
                         .ok_or("expected a positive whole number")
                 },
             )?,
-            trust_forwarded_for: parse("TRUST_FORWARDED_FOR", get("TRUST_FORWARDED_FOR"), |v| {
-                match v.to_ascii_lowercase().as_str() {
-                    "true" | "1" | "yes" => Ok(true),
-                    "false" | "0" | "no" => Ok(false),
-                    _ => Err("expected true or false"),
-                }
+            trusted_proxies: {
+                let trust = parse("TRUST_FORWARDED_FOR", get("TRUST_FORWARDED_FOR"), |v| {
+                    match v.to_ascii_lowercase().as_str() {
+                        "true" | "1" | "yes" => Ok(true),
+                        "false" | "0" | "no" => Ok(false),
+                        _ => Err("expected true or false"),
+                    }
+                })?;
+                let count = parse("TRUSTED_PROXIES", get("TRUSTED_PROXIES"), |v| {
+                    v.parse::<usize>()
+                        .ok()
+                        .filter(|n| *n <= 16)
+                        .ok_or("expected a whole number of proxies, 0 to 16")
+                })?;
+                TrustedProxies(count.unwrap_or(usize::from(trust == Some(true))))
+            },
+            request_timeout: parse("REQUEST_TIMEOUT", get("REQUEST_TIMEOUT"), |v| {
+                v.parse::<u64>()
+                    .ok()
+                    .filter(|n| (1..=3600).contains(n))
+                    .map(Duration::from_secs)
+                    .ok_or("expected whole seconds, 1 to 3600")
             })?
-            .unwrap_or(false),
+            .unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+            max_connections_per_client: parse(
+                "MAX_CONNECTIONS_PER_CLIENT",
+                get("MAX_CONNECTIONS_PER_CLIENT"),
+                |v| {
+                    v.parse::<usize>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or("expected a positive whole number")
+                },
+            )?
+            .unwrap_or(DEFAULT_MAX_CONNECTIONS_PER_CLIENT),
             workers: parse("WORKERS", get("WORKERS"), |v| {
                 v.parse::<usize>()
                     .ok()
@@ -258,16 +302,22 @@ impl Settings {
     }
 }
 
-/// A secret variable: unset is `None`; set but empty or whitespace only is an error (an empty
-/// HMAC key would make every signature forgeable). The value is used as is, never trimmed.
+/// A secret variable: unset is `None`; set but empty, whitespace only or shorter than
+/// [`MIN_SECRET_BYTES`] is an error (an empty HMAC key makes every signature forgeable, a short
+/// one can be guessed online). The value is used as is, never trimmed.
 fn secret(variable: &'static str, raw: Option<String>) -> Result<Option<Secret>, ConfigError> {
+    let refuse = |message: &str| ConfigError {
+        variable,
+        message: message.to_owned(),
+    };
     match raw {
         None => Ok(None),
-        Some(v) if v.trim().is_empty() => Err(ConfigError {
-            variable,
-            message: "must not be empty or whitespace only (unset it to refuse every webhook)"
-                .to_owned(),
-        }),
+        Some(v) if v.trim().is_empty() => Err(refuse(
+            "must not be empty or whitespace only (unset it to switch the feature off)",
+        )),
+        Some(v) if v.len() < MIN_SECRET_BYTES => Err(refuse(
+            "must be at least 32 bytes (generate one with: openssl rand -hex 32)",
+        )),
         Some(v) => Ok(Some(Secret::new(v))),
     }
 }
@@ -338,7 +388,48 @@ mod tests {
         assert_eq!(s.bind.to_string(), DEFAULT_BIND);
         assert_eq!(s.max_body_bytes, 1_048_576);
         assert_eq!(s.rate_limit_per_minute, None);
-        assert!(!s.trust_forwarded_for);
+        assert_eq!(s.trusted_proxies, TrustedProxies(0));
+        assert_eq!(s.request_timeout, Duration::from_secs(30));
+        assert_eq!(s.max_connections_per_client, 64);
+    }
+
+    #[test]
+    fn proxies_and_request_limits() {
+        let proxies = |pairs: &[(&str, &str)]| settings(pairs).map(|s| s.trusted_proxies);
+        assert_eq!(
+            proxies(&[("TRUST_FORWARDED_FOR", "true")]),
+            Ok(TrustedProxies(1))
+        );
+        assert_eq!(
+            proxies(&[("TRUST_FORWARDED_FOR", "false")]),
+            Ok(TrustedProxies(0))
+        );
+        assert_eq!(proxies(&[("TRUSTED_PROXIES", "2")]), Ok(TrustedProxies(2)));
+        assert_eq!(
+            proxies(&[("TRUSTED_PROXIES", "0"), ("TRUST_FORWARDED_FOR", "true")]),
+            Ok(TrustedProxies(0)),
+            "the count, when given, wins"
+        );
+        for (variable, bad) in [
+            ("TRUSTED_PROXIES", "-1"),
+            ("TRUSTED_PROXIES", "many"),
+            ("REQUEST_TIMEOUT", "0"),
+            ("REQUEST_TIMEOUT", "30s"),
+            ("MAX_CONNECTIONS_PER_CLIENT", "0"),
+        ] {
+            assert_eq!(
+                settings(&[(variable, bad)]).unwrap_err().variable,
+                variable,
+                "{bad}"
+            );
+        }
+        let s = settings(&[
+            ("REQUEST_TIMEOUT", "5"),
+            ("MAX_CONNECTIONS_PER_CLIENT", "8"),
+        ])
+        .unwrap();
+        assert_eq!(s.request_timeout, Duration::from_secs(5));
+        assert_eq!(s.max_connections_per_client, 8);
     }
 
     #[test]
@@ -436,15 +527,29 @@ mod tests {
 
     #[test]
     fn example_credentials() {
+        let (k1, k2) = ("k".repeat(32), "key-".repeat(10));
+        let jwt = "  spaces count, and so do the other 32 bytes  ";
         let s = settings(&[
-            ("API_KEYS", " k1, ,k2 "),
+            ("API_KEYS", &format!(" {k1}, ,{k2} ")),
             ("API_KEY_HEADER", "X-Machine-Key"),
-            ("JWT_SECRET", "  spaces count  "),
+            ("JWT_SECRET", jwt),
         ])
         .unwrap();
-        assert_eq!(s.api_keys, vec![Secret::new("k1"), Secret::new("k2")]);
+        assert_eq!(s.api_keys, vec![Secret::new(&k1), Secret::new(&k2)]);
         assert_eq!(s.api_key_header, "X-Machine-Key");
-        assert_eq!(s.jwt_secret, Some(Secret::new("  spaces count  ")));
+        assert_eq!(s.jwt_secret, Some(Secret::new(jwt)));
+        // Weak credentials stop start-up, naming the variable.
+        for (variable, weak) in [
+            ("API_KEYS", format!("{k1},a")),
+            ("JWT_SECRET", " ".repeat(32)),
+            ("JWT_SECRET", "short".to_owned()),
+        ] {
+            assert_eq!(
+                settings(&[(variable, &weak)]).unwrap_err().variable,
+                variable,
+                "{weak:?}"
+            );
+        }
         let d = settings(&[]).unwrap();
         assert!(d.api_keys.is_empty() && d.jwt_secret.is_none());
         assert_eq!(d.api_key_header, "X-API-Key");
@@ -461,24 +566,32 @@ mod tests {
         let s = settings(&[]).unwrap();
         assert_eq!(s.webhook_secret, None);
         assert_eq!(s.webhook_secret_previous, None);
-        let s = settings(&[
-            ("WEBHOOK_SECRET", " whsec new "),
-            ("WEBHOOK_SECRET_PREVIOUS", "old"),
-        ])
-        .unwrap();
-        assert_eq!(s.webhook_secret, Some(Secret::new(" whsec new ")));
-        assert_eq!(s.webhook_secret_previous, Some(Secret::new("old")));
-        for blank in ["", " ", "\t\n"] {
-            let err = settings(&[("WEBHOOK_SECRET", blank)]).unwrap_err();
-            assert_eq!(err.variable, "WEBHOOK_SECRET");
-            let err = settings(&[("WEBHOOK_SECRET", "s"), ("WEBHOOK_SECRET_PREVIOUS", blank)])
+        let (new, old) = (
+            " whsec new, padded to 32 bytes and more ",
+            "whsec_old_".repeat(4),
+        );
+        let s = settings(&[("WEBHOOK_SECRET", new), ("WEBHOOK_SECRET_PREVIOUS", &old)]).unwrap();
+        assert_eq!(s.webhook_secret, Some(Secret::new(new)));
+        assert_eq!(s.webhook_secret_previous, Some(Secret::new(&old)));
+        for weak in [
+            "",
+            " ",
+            "\t\n",
+            &" ".repeat(40),
+            "x",
+            "whsec_31_bytes_are_one_too_few_",
+        ] {
+            let err = settings(&[("WEBHOOK_SECRET", weak)]).unwrap_err();
+            assert_eq!(err.variable, "WEBHOOK_SECRET", "{weak:?}");
+            let err = settings(&[("WEBHOOK_SECRET", new), ("WEBHOOK_SECRET_PREVIOUS", weak)])
                 .unwrap_err();
             assert_eq!(err.variable, "WEBHOOK_SECRET_PREVIOUS");
         }
-        let err = settings(&[("WEBHOOK_SECRET_PREVIOUS", "old")]).unwrap_err();
+        let err = settings(&[("WEBHOOK_SECRET_PREVIOUS", &old)]).unwrap_err();
         assert_eq!(err.variable, "WEBHOOK_SECRET_PREVIOUS");
-        let shown = format!("{:?}", settings(&[("WEBHOOK_SECRET", "hunter2")]).unwrap());
-        assert!(!shown.contains("hunter2"));
+        let hidden = "hunter2-hunter2-hunter2-hunter2-hunter2";
+        let shown = format!("{:?}", settings(&[("WEBHOOK_SECRET", hidden)]).unwrap());
+        assert!(!shown.contains(hidden));
     }
 
     #[test]

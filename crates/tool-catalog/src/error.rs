@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use crate::model::Method;
+
 /// Why a catalog was refused. `Display` (and [`CatalogError::message`]) is the JSON-RPC error
 /// message: `tool catalog is invalid: <which entry and field>`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -86,6 +88,11 @@ pub enum EntryProblem {
     DuplicateName { first: usize },
     #[error("field \"safety\" must be \"read\" or \"write\"")]
     InvalidSafety,
+    #[error(
+        "field \"safety\" is \"read\", but source.method {0} changes data: only GET tools may be \
+         \"read\" (use \"write\")"
+    )]
+    ReadSafetyOnWrite(Method),
     #[error("field \"source\" must be a JSON object")]
     SourceNotAnObject,
     #[error("field \"source.type\" must be \"openapi\"")]
@@ -116,7 +123,7 @@ impl EntryProblem {
             EntryProblem::NotAnObject => return None,
             EntryProblem::Missing(field) | EntryProblem::NotAString(field) => field,
             EntryProblem::InvalidName | EntryProblem::DuplicateName { .. } => "name",
-            EntryProblem::InvalidSafety => "safety",
+            EntryProblem::InvalidSafety | EntryProblem::ReadSafetyOnWrite(_) => "safety",
             EntryProblem::SourceNotAnObject => "source",
             EntryProblem::InvalidSourceType => "source.type",
             EntryProblem::EmptyOperationId => "source.operationId",

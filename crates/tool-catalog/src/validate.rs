@@ -60,6 +60,11 @@ fn entry(
     let safety =
         Safety::parse(&string(&mut map, "safety", "safety")?).ok_or(EntryProblem::InvalidSafety)?;
     let source = source(map.remove("source"))?;
+    // A read-only tool runs without the gateway's bearer token and is announced to agents as
+    // `readOnlyHint: true`: only a GET may claim that.
+    if safety == Safety::Read && source.method != Method::Get {
+        return Err(EntryProblem::ReadSafetyOnWrite(source.method));
+    }
     let input_schema = input_schema(map.remove("inputSchema"))?;
     let response_schema_ref = match map.remove("responseSchemaRef") {
         None | Some(Value::Null) => None,

@@ -21,7 +21,7 @@ fn tool(method: &str, path: &str) -> Tool {
         "name": "t",
         "title": "T",
         "description": "",
-        "safety": "read",
+        "safety": if method == "GET" { "read" } else { "write" },
         "source": {"type": "openapi", "operationId": "op", "method": method, "path": path},
         "inputSchema": {"type": "object"}
     }]}))

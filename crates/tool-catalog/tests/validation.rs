@@ -117,6 +117,9 @@ fn every_method_is_accepted_in_uppercase_only() {
     ] {
         let mut e = entry("t");
         e["source"]["method"] = json!(text);
+        if method != Method::Get {
+            e["safety"] = json!("write");
+        }
         let loaded = Catalog::from_value(catalog(vec![e])).unwrap();
         assert_eq!(loaded.tools()[0].method(), method);
         assert_eq!(method.as_str(), text);
@@ -327,6 +330,27 @@ fn safety_is_read_or_write() {
             format!("{AT}field \"safety\" must be \"read\" or \"write\"")
         );
         assert_eq!(error.field(), Some("safety"));
+    }
+}
+
+/// A `read` tool runs without the gateway's bearer token and is announced as `readOnlyHint`:
+/// a catalog that calls a DELETE "read" is refused, not believed.
+#[test]
+fn only_get_tools_may_be_read() {
+    for method in ["POST", "PUT", "PATCH", "DELETE"] {
+        let error = error_after(|e| e["source"]["method"] = json!(method));
+        assert_eq!(
+            message(&error),
+            format!(
+                "{AT}field \"safety\" is \"read\", but source.method {method} changes data: only \
+                 GET tools may be \"read\" (use \"write\")"
+            )
+        );
+        assert_eq!(error.field(), Some("safety"));
+        let mut write = entry("t");
+        write["source"]["method"] = json!(method);
+        write["safety"] = json!("write");
+        assert!(Catalog::from_value(catalog(vec![write])).is_ok());
     }
 }
 

@@ -7,5 +7,10 @@ pub mod repo;
 pub mod schema;
 
 pub use error::Error;
+
+/// A page of `GET /webhook/events` stops before its items pass this many bytes (one item is
+/// always served): payloads are kept as delivered, up to `MAX_BODY_BYTES` each, so 100 of them
+/// in one page could take 100 MiB. `next_offset` leads to the rest.
+pub const LIST_PAGE_MAX_BYTES: usize = 1_048_576;
 pub use model::{Delivery, Intake, Recorded, WebhookEvent, parse_body};
 pub use recorder::Recorder;

@@ -14,6 +14,13 @@ pub struct WebhookEvent {
     pub delivered_at: String,
 }
 
+impl WebhookEvent {
+    /// About what the event takes in a list response.
+    pub fn encoded_len(&self) -> usize {
+        self.payload.len() + self.event_type.len() + self.delivered_at.len() + 64
+    }
+}
+
 /// A delivery whose signature verified and whose body is acceptable: what gets stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {

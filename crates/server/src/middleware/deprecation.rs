@@ -1,8 +1,13 @@
 //! V1 is deprecated: every response to a path under `/v1` carries `Deprecation`, `Sunset` and
 //! `Link` (whatever produced it: a handler, an extractor's 413/415/422, a 404 for an unknown
-//! path or id, a 405, a 429), and every such call is counted per caller. No other path gets
-//! the headers. This layer sits outside the problem renderer, so it sees final responses.
+//! path or id, a 405, a 401, a 429), and the calls that got past the rate limit and the token
+//! guard are counted per caller. Two layers, for those two jobs: [`headers`] sits outside the
+//! problem renderer, so it sees final responses; [`count`] sits inside the token guard, so
+//! refused requests write nothing and, in tokens mode, the caller is the token's user rather
+//! than a header anyone can set. Both see the path after percent-decoding (`/%761/notes` is
+//! `/v1/notes`, `middleware::path`).
 
+use actix_web::HttpMessage;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
@@ -11,13 +16,14 @@ use actix_web::web::Data;
 use versioned_notes::{DeprecationForm, caller, repo};
 
 use crate::db::Db;
-use crate::middleware::rate_limit::client_ip;
+use crate::middleware::client::TrustedProxies;
+use crate::middleware::token_auth::Authenticated;
 
-/// What the layer needs from the settings.
+/// What the layers need from the settings.
 #[derive(Debug, Clone, Copy)]
 pub struct V1Policy {
     pub form: DeprecationForm,
-    pub trust_forwarded_for: bool,
+    pub proxies: TrustedProxies,
 }
 
 /// `/v1` itself or anything below it.
@@ -25,7 +31,27 @@ pub fn is_v1(path: &str) -> bool {
     path == "/v1" || path.starts_with("/v1/")
 }
 
-pub async fn v1(
+/// The deprecation headers on every V1 response.
+pub async fn headers(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let form = match req.app_data::<Data<V1Policy>>() {
+        Some(policy) if is_v1(req.path()) => policy.form,
+        _ => return Ok(next.call(req).await?.map_into_boxed_body()),
+    };
+    let mut res = next.call(req).await?.map_into_boxed_body();
+    let headers = res.headers_mut();
+    for (name, value) in form.headers() {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
+    Ok(res)
+}
+
+/// Counts a V1 call that passed the rate limit and the token guard.
+pub async fn count(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
@@ -33,18 +59,16 @@ pub async fn v1(
         Some(policy) if is_v1(req.path()) => *policy.get_ref(),
         _ => return Ok(next.call(req).await?.map_into_boxed_body()),
     };
-    let who = caller(
-        req.headers().get("x-user-id").and_then(|v| v.to_str().ok()),
-        client_ip(&req, policy.trust_forwarded_for),
-    );
+    let authenticated = req.extensions().get::<Authenticated>().map(|a| a.user_id);
+    let who = match authenticated {
+        Some(user_id) => caller(Some(&user_id.to_string()), None),
+        None => caller(
+            req.headers().get("x-user-id").and_then(|v| v.to_str().ok()),
+            policy.proxies.of(&req),
+        ),
+    };
     let db = req.app_data::<Data<Db>>().cloned();
-    let mut res = next.call(req).await?.map_into_boxed_body();
-    let headers = res.headers_mut();
-    for (name, value) in policy.form.headers() {
-        if let Ok(value) = HeaderValue::from_str(&value) {
-            headers.insert(HeaderName::from_static(name), value);
-        }
-    }
+    let res = next.call(req).await?.map_into_boxed_body();
     // Counting never fails the call: a database problem here is only logged.
     if let Some(db) = db
         && let Err(err) = db.write(move |c| repo::usage::record(c, &who)).await

@@ -1,9 +1,14 @@
-//! Cross-cutting behaviour, outermost first: access log, request id and security headers, V1
-//! deprecation headers and usage count, problem rendering, rate limit, and the early body-size
-//! check.
+//! Cross-cutting behaviour, outermost first: path normalisation, access log, CORS, request id
+//! and security headers, V1 deprecation headers, problem rendering, request limits (media type,
+//! encoding, size, deadline, connections per client), rate limit, bearer-token guard, V1 usage
+//! count.
 
+pub mod access_log;
+pub mod client;
 pub mod deprecation;
 pub mod headers;
+pub mod limits;
+pub mod path;
 pub mod problems;
 pub mod rate_limit;
 pub mod token_auth;

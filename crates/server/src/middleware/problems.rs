@@ -13,22 +13,56 @@ use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
 use problem_details::{Problem, Slug};
 
 use crate::error::{ApiError, PROBLEM_CONTENT_TYPE, PendingProblem};
+use crate::middleware::client::TrustedProxies;
 use crate::middleware::headers::RequestId;
 
-/// Where `type` URIs point: configured, or derived from the request's own host.
+/// Where `type` URIs point: configured (`PROBLEM_BASE_URL`), or derived from the request. A
+/// derived base uses the `Host` header only when it is a plain `host[:port]`, and forwarded
+/// scheme and host only behind trusted proxies, so a client cannot make the service hand out
+/// `javascript://evil.example/problems/...`; otherwise the base is the relative `/problems`.
 #[derive(Debug, Clone)]
-pub struct ProblemBase(pub Option<String>);
+pub struct ProblemBase {
+    configured: Option<String>,
+    proxies: TrustedProxies,
+}
 
 impl ProblemBase {
-    pub fn resolve(&self, req: &HttpRequest) -> String {
-        match &self.0 {
-            Some(base) => base.clone(),
-            None => {
-                let info = req.connection_info();
-                format!("{}://{}/problems", info.scheme(), info.host())
-            }
+    pub fn new(configured: Option<String>, proxies: TrustedProxies) -> Self {
+        ProblemBase {
+            configured,
+            proxies,
         }
     }
+
+    pub fn resolve(&self, req: &HttpRequest) -> String {
+        if let Some(base) = &self.configured {
+            return base.clone();
+        }
+        let (scheme, host) = if self.proxies.0 > 0 {
+            let info = req.connection_info();
+            (info.scheme().to_owned(), info.host().to_owned())
+        } else {
+            let host = req
+                .headers()
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or_default();
+            ("http".to_owned(), host.to_owned())
+        };
+        if matches!(scheme.as_str(), "http" | "https") && is_plain_host(&host) {
+            format!("{scheme}://{host}/problems")
+        } else {
+            "/problems".to_owned()
+        }
+    }
+}
+
+/// `name[:port]` or `[v6]:port` with nothing else: letters, digits, `.`, `-`, `:`, brackets.
+fn is_plain_host(host: &str) -> bool {
+    (1..=255).contains(&host.len())
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
 }
 
 /// Methods served per route pattern, for the `Allow` header of a 405.
@@ -62,22 +96,6 @@ pub fn too_large(limit: usize) -> ApiError {
         )
         .with_extension("max_bytes", limit),
     )
-}
-
-/// Maps a failure while reading the body to a problem.
-pub fn payload_error(req: &HttpRequest, err: &actix_web::Error) -> ApiError {
-    let limit = req
-        .app_data::<BodyLimit>()
-        .map(|l| l.0)
-        .unwrap_or(crate::settings::DEFAULT_MAX_BODY_BYTES);
-    if err.as_response_error().status_code() == StatusCode::PAYLOAD_TOO_LARGE {
-        too_large(limit)
-    } else {
-        ApiError::new(Problem::new(
-            Slug::BadRequest,
-            "The request body could not be read.",
-        ))
-    }
 }
 
 /// Path extraction failures (a non-integer or out-of-range id) are 404: no such resource can

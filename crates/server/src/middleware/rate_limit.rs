@@ -1,10 +1,17 @@
 //! Optional per-client rate limit (`RATE_LIMIT_PER_MINUTE`): a fixed one-minute window per
-//! client IP, answering 429 with `Retry-After` and the `RateLimit-*` headers. The token routes
-//! and `/health` are never limited.
+//! client (see [`crate::middleware::client`]), answering 429 with `Retry-After` and the
+//! `RateLimit-*` headers. The token routes and `/health` are never limited.
+//!
+//! The limiter must not become the weak point itself: a request costs one hash and one short
+//! lock on one of [`SHARDS`] maps, whatever the number of clients. Each shard tracks at most
+//! [`CLIENTS_PER_SHARD`] clients in a window; clients beyond that share the shard's overflow
+//! count, so a flood of new addresses is limited as one client instead of growing memory. Old
+//! windows are dropped by a background thread, not by the requests.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -15,14 +22,33 @@ use actix_web::web;
 use problem_details::{Problem, Slug};
 
 use crate::error::ApiError;
+use crate::middleware::client::{TrustedProxies, client_key};
 
 const WINDOW: Duration = Duration::from_secs(60);
+pub const SHARDS: usize = 64;
+pub const CLIENTS_PER_SHARD: usize = 4_096;
 
 #[derive(Debug)]
 pub struct RateLimiter {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
     limit: u32,
-    trust_forwarded_for: bool,
-    windows: Mutex<HashMap<IpAddr, (Instant, u32)>>,
+    proxies: TrustedProxies,
+    started: Instant,
+    hasher: RandomState,
+    shards: Vec<Mutex<Shard>>,
+}
+
+/// The counts of one window.
+#[derive(Debug, Default)]
+struct Shard {
+    window: u64,
+    counts: HashMap<IpAddr, u32>,
+    /// Every client that arrived after the shard was full, counted together.
+    overflow: u32,
 }
 
 /// What the limiter decided for one request.
@@ -36,63 +62,98 @@ pub struct Decision {
 }
 
 impl RateLimiter {
-    pub fn new(limit: u32, trust_forwarded_for: bool) -> Self {
-        RateLimiter {
+    pub fn new(limit: u32, proxies: TrustedProxies) -> Self {
+        let inner = Arc::new(Inner {
             limit,
-            trust_forwarded_for,
-            windows: Mutex::new(HashMap::new()),
-        }
+            proxies,
+            started: Instant::now(),
+            hasher: RandomState::new(),
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+        });
+        let sweeper = Arc::downgrade(&inner);
+        // If the thread cannot start, requests reset stale shards themselves.
+        let _ = std::thread::Builder::new()
+            .name("rate-limit-sweep".into())
+            .spawn(move || sweep(&sweeper));
+        RateLimiter { inner }
     }
 
     pub fn check(&self, client: IpAddr, now: Instant) -> Decision {
-        let mut windows = match self.windows.lock() {
-            Ok(w) => w,
-            Err(poisoned) => poisoned.into_inner(),
+        let inner = &self.inner;
+        let elapsed = now.saturating_duration_since(inner.started);
+        let window = inner.window(now);
+        let reset = (WINDOW.as_secs() - elapsed.as_secs() % WINDOW.as_secs()).max(1);
+        let key = client_key(client);
+        let shard = &inner.shards[inner.hasher.hash_one(key) as usize % SHARDS];
+        let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+        let stale = (shard.window != window).then(|| shard.reset(window));
+        let full = shard.counts.len() >= CLIENTS_PER_SHARD;
+        let count = match shard.counts.get_mut(&key) {
+            Some(count) => count,
+            None if full => &mut shard.overflow,
+            None => shard.counts.entry(key).or_insert(0),
         };
-        if windows.len() > 10_000 {
-            windows.retain(|_, (start, _)| now.duration_since(*start) < WINDOW);
+        let allowed = *count < inner.limit;
+        if allowed {
+            *count += 1;
         }
-        let entry = windows.entry(client).or_insert((now, 0));
-        if now.duration_since(entry.0) >= WINDOW {
-            *entry = (now, 0);
-        }
-        let reset = WINDOW
-            .saturating_sub(now.duration_since(entry.0))
-            .as_secs()
-            .max(1);
-        if entry.1 >= self.limit {
-            return Decision {
-                allowed: false,
-                limit: self.limit,
-                remaining: 0,
-                reset,
-            };
-        }
-        entry.1 += 1;
+        let remaining = inner.limit - *count;
+        drop(shard);
+        drop(stale);
         Decision {
-            allowed: true,
-            limit: self.limit,
-            remaining: self.limit - entry.1,
+            allowed,
+            limit: inner.limit,
+            remaining: if allowed { remaining } else { 0 },
             reset,
         }
     }
+
+    fn client(&self, req: &ServiceRequest) -> Option<IpAddr> {
+        self.inner.proxies.of(req)
+    }
+
+    #[cfg(test)]
+    fn tracked(&self) -> usize {
+        self.inner
+            .shards
+            .iter()
+            .map(|s| s.lock().map(|s| s.counts.len()).unwrap_or(0))
+            .sum()
+    }
 }
 
-/// The client's address: the socket peer, or the first `X-Forwarded-For` entry when
-/// `trust_forwarded_for` (only behind a trusted proxy).
-pub fn client_ip(req: &ServiceRequest, trust_forwarded_for: bool) -> Option<IpAddr> {
-    if trust_forwarded_for {
-        let forwarded = req
-            .headers()
-            .get("x-forwarded-for")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
-            .and_then(|v| v.trim().parse().ok());
-        if forwarded.is_some() {
-            return forwarded;
+impl Inner {
+    fn window(&self, now: Instant) -> u64 {
+        now.saturating_duration_since(self.started).as_secs() / WINDOW.as_secs()
+    }
+}
+
+impl Shard {
+    /// Starts `window`; returns the old counts, to be dropped after the lock is released.
+    fn reset(&mut self, window: u64) -> HashMap<IpAddr, u32> {
+        self.window = window;
+        self.overflow = 0;
+        std::mem::take(&mut self.counts)
+    }
+}
+
+/// Drops the counts of past windows every second, until the limiter is gone.
+fn sweep(inner: &Weak<Inner>) {
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let window = inner.window(Instant::now());
+        for shard in &inner.shards {
+            let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+            if shard.window != window && !shard.counts.is_empty() {
+                let stale = shard.reset(window);
+                drop(shard);
+                drop(stale);
+            }
         }
     }
-    req.peer_addr().map(|a| a.ip())
 }
 
 fn exempt(path: &str) -> bool {
@@ -115,9 +176,7 @@ pub async fn limit(
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let limiter = req.app_data::<web::Data<RateLimiter>>().cloned();
     let decision = match (&limiter, exempt(req.path())) {
-        (Some(l), false) => {
-            client_ip(&req, l.trust_forwarded_for).map(|ip| l.check(ip, Instant::now()))
-        }
+        (Some(l), false) => l.client(&req).map(|ip| l.check(ip, Instant::now())),
         _ => None,
     };
     match decision {
@@ -144,45 +203,54 @@ pub async fn limit(
     }
 }
 
-/// Refuses a body whose declared length is over the cap before any handler runs (routes that
-/// read bodies also enforce the cap while reading, which covers chunked bodies).
-pub async fn body_cap(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let limit = req
-        .app_data::<super::problems::BodyLimit>()
-        .map(|l| l.0)
-        .unwrap_or(usize::MAX);
-    let declared = req
-        .headers()
-        .get(actix_web::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|len| len > limit as u64) {
-        let err = super::problems::too_large(limit);
-        return Ok(ServiceResponse::from_err(err, req.request().clone()));
-    }
-    Ok(next.call(req).await?.map_into_boxed_body())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap_or(IpAddr::from([0, 0, 0, 0]))
+    }
+
     #[test]
     fn fixed_window() {
-        let l = RateLimiter::new(2, false);
-        let ip: IpAddr = "10.0.0.1".parse().unwrap();
-        let other: IpAddr = "10.0.0.2".parse().unwrap();
+        let l = RateLimiter::new(2, TrustedProxies(0));
+        let (ip, other) = (ip("10.0.0.1"), ip("10.0.0.2"));
         let t0 = Instant::now();
         assert_eq!(l.check(ip, t0).remaining, 1);
         assert_eq!(l.check(ip, t0).remaining, 0);
         let third = l.check(ip, t0);
         assert!(!third.allowed);
-        assert!(third.reset >= 59);
+        assert!((1..=60).contains(&third.reset));
         assert!(l.check(other, t0).allowed);
         assert!(l.check(ip, t0 + WINDOW).allowed);
+    }
+
+    #[test]
+    fn one_ipv6_64_is_one_client() {
+        let l = RateLimiter::new(1, TrustedProxies(0));
+        let t0 = Instant::now();
+        assert!(l.check(ip("2001:db8:0:1::1"), t0).allowed);
+        assert!(!l.check(ip("2001:db8:0:1::2"), t0).allowed);
+        assert!(l.check(ip("2001:db8:0:2::1"), t0).allowed);
+    }
+
+    #[test]
+    fn a_flood_of_new_clients_is_limited_as_one_and_bounded_in_memory() {
+        let l = RateLimiter::new(3, TrustedProxies(0));
+        let t0 = Instant::now();
+        let clients = SHARDS * CLIENTS_PER_SHARD * 2;
+        let allowed = (0..clients as u32)
+            .filter(|n| l.check(IpAddr::from(n.to_be_bytes()), t0).allowed)
+            .count();
+        assert!(l.tracked() <= SHARDS * CLIENTS_PER_SHARD);
+        // Everyone tracked got their 1 request; the overflow of each shard let 3 more through.
+        assert!(
+            allowed <= SHARDS * CLIENTS_PER_SHARD + SHARDS * 3,
+            "{allowed}"
+        );
+        // A new window forgets them all.
+        assert!(l.check(ip("10.9.9.9"), t0 + WINDOW).allowed);
+        assert!(l.tracked() < SHARDS * CLIENTS_PER_SHARD);
     }
 
     #[test]

@@ -98,6 +98,10 @@ crate::list_dto!(AccountList, AccountDto);
 pub struct AccountEventList {
     pub total: i64,
     pub items: Vec<AccountEventDto>,
+    /// More events follow this page: it ended at `limit` items or at about 1 MiB.
+    pub has_more: bool,
+    /// The `after_sequence` of the next page, when `has_more`.
+    pub next_cursor: Option<i64>,
 }
 
 /// Opens an account. An existing `account_id` is 409.
@@ -343,10 +347,12 @@ pub async fn events(
 ) -> Result<Json<AccountEventList>, ApiError> {
     let id = path.into_inner().id;
     let page = EventsPage::parse(q.get("after_sequence"), q.get("limit"))?;
-    let (items, total) = db.read(move |c| service::list_events(c, &id, page)).await?;
+    let (page, total) = db.read(move |c| service::list_events(c, &id, page)).await?;
     Ok(Json(AccountEventList {
         total,
-        items: items.into_iter().map(Into::into).collect(),
+        has_more: page.has_more,
+        next_cursor: page.next_cursor,
+        items: page.items.into_iter().map(Into::into).collect(),
     }))
 }
 

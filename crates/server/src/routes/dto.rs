@@ -35,7 +35,7 @@ pub struct PageQuery {
     pub offset: Option<i64>,
 }
 
-/// Declares a list envelope `{items, limit, offset, total}` of `$item`, with a schema of its
+/// Declares a list envelope `{items, limit, offset, total, next_offset}` of `$item`, with a schema of its
 /// own name (a generic struct would give every list the same schema name).
 #[macro_export]
 macro_rules! list_dto {
@@ -47,6 +47,9 @@ macro_rules! list_dto {
             pub limit: i64,
             pub offset: i64,
             pub total: i64,
+            /// Where the next page starts (`offset` plus this page's items) while items
+            /// remain; `null` on the last page. A page of large items may end before `limit`.
+            pub next_offset: Option<i64>,
         }
 
         impl<D> From<pagination::ListEnvelope<D>> for $name
@@ -60,6 +63,7 @@ macro_rules! list_dto {
                     limit: env.limit,
                     offset: env.offset,
                     total: env.total,
+                    next_offset: env.next_offset,
                 }
             }
         }
