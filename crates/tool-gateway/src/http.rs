@@ -1,29 +1,119 @@
 //! Streamable HTTP transport: rmcp's tower service mounted at `/mcp` in axum.
+//!
+//! What a browser page or a flood of clients may do to it is bounded:
+//! - `Origin` is validated (the MCP transport specification requires it against DNS rebinding
+//!   and cross-site requests): by default only loopback origins (`http://localhost:*`,
+//!   `http://127.0.0.1:*`, `http://[::1]:*`, and their `https` forms) are accepted;
+//!   `--allowed-origin` replaces the list. A request without `Origin` (not a browser) passes.
+//!   Only loopback `Host` headers are accepted (rmcp's DNS-rebinding guard).
+//! - Live sessions are capped ([`HttpLimits::max_sessions`], 256 by default): a new session
+//!   beyond the cap is refused with 503 and `Retry-After` before rmcp creates it; 5,000
+//!   `initialize` calls used to take the gateway from 9 MB to 261 MB.
+//! - An idle session ends after [`HttpLimits::idle_session`] (60 s by default, rmcp's is 5 min),
+//!   and a session that never finishes its `initialize` after 10 s.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-};
+use axum::extract::Request;
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::Gateway;
+
+/// Origins a browser page may call the gateway from when none are configured.
+pub const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
+/// The bounds of the HTTP transport.
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    /// Browser origins accepted in `Origin` (scheme, host and port; `:*` for any port).
+    pub allowed_origins: Vec<String>,
+    pub max_sessions: usize,
+    pub idle_session: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            allowed_origins: LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).collect(),
+            max_sessions: 256,
+            idle_session: Duration::from_secs(60),
+        }
+    }
+}
 
 /// The axum router: `POST /mcp` (and the streamable HTTP `GET`/`DELETE` on the same path).
 ///
 /// Sessions are kept for clients on protocol versions before 2026-07-28; 2026-07-28 requests
-/// are served statelessly (rmcp decides per request). Only loopback `Host` headers are accepted
-/// (rmcp's DNS-rebinding guard), which fits a gateway that runs next to its MCP client.
-pub fn router(gateway: Gateway) -> axum::Router {
-    let service = StreamableHttpService::new(
-        move || Ok(gateway.clone()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    axum::Router::new().nest_service("/mcp", service)
+/// are served statelessly (rmcp decides per request).
+pub fn router(gateway: Gateway, limits: &HttpLimits) -> axum::Router {
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(limits.idle_session);
+    manager.session_config.init_timeout = Some(Duration::from_secs(10));
+    let sessions = Arc::new(manager);
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(limits.allowed_origins.iter().cloned())
+        .enforce_origin_validation();
+    let service = StreamableHttpService::new(move || Ok(gateway.clone()), sessions.clone(), config);
+    let max = limits.max_sessions;
+    axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                let sessions = sessions.clone();
+                async move {
+                    if opens_a_session(&req) && sessions.sessions.read().await.len() >= max {
+                        return too_many_sessions();
+                    }
+                    next.run(req).await
+                }
+            },
+        ))
+}
+
+/// A POST without `Mcp-Session-Id` may start a session (an `initialize` on a legacy protocol
+/// version); every other request belongs to one that exists, or to none.
+fn opens_a_session(req: &Request) -> bool {
+    req.method() == Method::POST && !req.headers().contains_key("mcp-session-id")
+}
+
+fn too_many_sessions() -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32000, "message": "too many open sessions; retry later"}
+    });
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::RETRY_AFTER, HeaderValue::from_static("5")),
+        ],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 /// Serves [`router`] on `listener` until Ctrl-C.
-pub async fn serve_http(gateway: Gateway, listener: tokio::net::TcpListener) -> anyhow::Result<()> {
+pub async fn serve_http(
+    gateway: Gateway,
+    listener: tokio::net::TcpListener,
+    limits: &HttpLimits,
+) -> anyhow::Result<()> {
     use axum::serve::ListenerExt;
     // Answers are written in several small chunks (SSE priming event, then the message):
     // without TCP_NODELAY, Nagle's algorithm meets the client's delayed ACK (+40 ms a call).
@@ -32,7 +122,7 @@ pub async fn serve_http(gateway: Gateway, listener: tokio::net::TcpListener) -> 
             log::debug!("TCP_NODELAY: {error}");
         }
     });
-    axum::serve(listener, router(gateway))
+    axum::serve(listener, router(gateway, limits))
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use anyhow::Context;
 use clap::Parser;
 use tool_catalog::{BaseUrl, Catalog, CatalogError};
-use tool_gateway::{BearerToken, Gateway, GatewayConfig, TOKEN_ENV};
+use tool_gateway::{BearerToken, Gateway, GatewayConfig, HttpLimits, TOKEN_ENV};
 
 /// MCP server exposing the API operations described by a tool catalog as tools.
 ///
@@ -31,6 +31,34 @@ struct Args {
     /// Serve streamable HTTP on this address (POST /mcp) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
+
+    /// HTTP: a browser origin allowed to call the gateway (`scheme://host:port`, `:*` for any
+    /// port); repeat or comma-separate. Default: loopback origins only.
+    #[arg(
+        long = "allowed-origin",
+        env = "MCP_ALLOWED_ORIGINS",
+        value_name = "ORIGIN",
+        value_delimiter = ','
+    )]
+    allowed_origins: Vec<String>,
+
+    /// HTTP: live sessions at most; a new one beyond is refused with 503 and Retry-After.
+    #[arg(
+        long,
+        env = "MCP_MAX_SESSIONS",
+        value_name = "N",
+        default_value_t = 256
+    )]
+    max_sessions: usize,
+
+    /// HTTP: seconds after which an idle session is closed.
+    #[arg(
+        long,
+        env = "MCP_SESSION_IDLE_SECS",
+        value_name = "SECS",
+        default_value_t = 60
+    )]
+    session_idle_secs: u64,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -74,7 +102,15 @@ fn main() -> anyhow::Result<()> {
                     "tool-gateway listening on http://{}/mcp",
                     listener.local_addr()?
                 );
-                tool_gateway::serve_http(gateway, listener).await
+                let mut limits = HttpLimits {
+                    max_sessions: args.max_sessions,
+                    idle_session: std::time::Duration::from_secs(args.session_idle_secs),
+                    ..HttpLimits::default()
+                };
+                if !args.allowed_origins.is_empty() {
+                    limits.allowed_origins = args.allowed_origins;
+                }
+                tool_gateway::serve_http(gateway, listener, &limits).await
             }
             None => tool_gateway::serve_stdio(gateway).await,
         }
