@@ -175,6 +175,20 @@ impl<T> OffsetPage<T> {
     }
 }
 
+/// How many of `items`, from the first, fit in `budget` bytes as `size` counts them; at least
+/// one, so that a page always makes progress.
+fn fitting<T>(items: &[T], budget: usize, size: impl Fn(&T) -> usize) -> usize {
+    let mut used = 0usize;
+    items
+        .iter()
+        .take_while(|item| {
+            used = used.saturating_add(size(item));
+            used <= budget
+        })
+        .count()
+        .max(1)
+}
+
 /// The cursor page envelope `{items, limit, has_more, next_cursor}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CursorPage<T> {
@@ -211,16 +225,7 @@ impl<T> CursorPage<T> {
         size: impl Fn(&T) -> usize,
         id: impl Fn(&T) -> i64,
     ) -> Self {
-        let mut used = 0usize;
-        let fits = self
-            .items
-            .iter()
-            .take_while(|item| {
-                used = used.saturating_add(size(item));
-                used <= budget
-            })
-            .count()
-            .max(1);
+        let fits = fitting(&self.items, budget, size);
         if fits < self.items.len() {
             self.items.truncate(fits);
             self.has_more = true;
@@ -275,16 +280,7 @@ impl<T> ListEnvelope<T> {
     /// Ends the page before its items pass `budget` bytes (as `size` counts them), keeping at
     /// least one item; `next_offset` then points right after the last item kept.
     pub fn within_bytes(mut self, budget: usize, size: impl Fn(&T) -> usize) -> Self {
-        let mut used = 0usize;
-        let fits = self
-            .items
-            .iter()
-            .take_while(|item| {
-                used = used.saturating_add(size(item));
-                used <= budget
-            })
-            .count()
-            .max(1);
+        let fits = fitting(&self.items, budget, size);
         self.items.truncate(fits);
         self.next_offset = self.following();
         self
