@@ -72,6 +72,12 @@ crash-test:
 faults:
     bash scripts/faults.sh
 
+# Hostile traffic (decompression bomb, slow bodies, page amplification, unauthenticated V1 flood,
+# forwarded-for rotation, 15,000 clients, non-JSON POSTs, encoded V1 paths) on SQLite and
+# PostgreSQL: statuses, rows written, descriptors and the server's peak memory (< 128 MiB).
+hostile *ARGS:
+    bash scripts/hostile.sh {{ARGS}}
+
 # Three servers over one throwaway PostgreSQL database, requests round-robin: ledger, tokens, articles, webhooks.
 scale-test *ARGS:
     bash scripts/scale-test.sh {{ARGS}}

@@ -56,6 +56,9 @@ import traceback
 import urllib.parse
 from collections import Counter, defaultdict
 
+from harness import (Abort, PidFile, Scenario, Server, Skip, free_port, log_tail, md_table, now, psql,
+                     scan_log, throwaway_pg_db)
+
 HTTP_TIMEOUT = 10.0  # a request without an answer for this long is a hang
 RECOVERY_BOUND = 5.0  # writes must succeed again this soon after the fault is removed
 OUTAGE_BOUND = 2.5  # PostgreSQL outage: every answer within this
@@ -76,18 +79,6 @@ WRITE_ROUTES = [
 FAULT_SLUGS = {503: {"storage-unavailable", "service-unavailable"}, 507: {"insufficient-storage"}}
 
 CFG = None  # set by main()
-
-
-def now():
-    return time.monotonic()
-
-
-class Skip(Exception):
-    """The scenario cannot run here (the message says why)."""
-
-
-class Abort(Exception):
-    """The scenario cannot go on (a failure was recorded)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -230,14 +221,6 @@ def get_health(base, timeout=5.0):
     r = c.request("GET", "/health")
     c.close()
     return r
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 # --------------------------------------------------------------------------------------------
@@ -770,89 +753,7 @@ def run_load(base, model, seconds, **kw):
 
 
 # --------------------------------------------------------------------------------------------
-# The server process
-
-
-class Server:
-    def __init__(self, ctx, db_url, env=None, log="server.log"):
-        self.ctx, self.db_url, self.env = ctx, db_url, dict(env or {})
-        self.log_path = os.path.join(ctx.dir, log)
-        self.proc = None
-        self.base = None
-        ctx.servers.append(self)
-
-    def start(self, healthy=True, timeout=90):
-        port = free_port()
-        self.base = f"http://127.0.0.1:{port}"
-        env = dict(os.environ)
-        env.update({"DATABASE_URL": self.db_url, "BIND": f"127.0.0.1:{port}", "RUST_LOG": CFG.rust_log})
-        env.update(self.env)
-        with open(self.log_path, "ab") as log:
-            log.write(f"=== start {time.strftime('%H:%M:%S')} {self.base} {self.env}\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen([CFG.bin, "serve"], cwd=self.ctx.dir, env=env,
-                                         stdout=log, stderr=subprocess.STDOUT)
-        CFG.track(self.proc.pid, True)
-        deadline = now() + timeout
-        while now() < deadline:
-            r = get_health(self.base, timeout=2.5)
-            if r.status == 200 or (r.status is not None and not healthy):
-                return r
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        rc = self.proc.poll()
-        self.ctx.fail(f"the server did not {'become healthy' if healthy else 'answer'} within "
-                      f"{timeout}s (exit status {rc}); last log lines:\n{self.tail(12)}")
-        self.kill()
-        raise Abort()
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def signal(self, sig):
-        self.proc.send_signal(sig)
-
-    def wait(self, timeout):
-        try:
-            rc = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        CFG.track(self.proc.pid, False)
-        return rc
-
-    def kill(self):
-        if self.alive():
-            self.proc.kill()
-        if self.proc is not None:
-            self.proc.wait()
-            CFG.track(self.proc.pid, False)
-
-    def stop(self, timeout=20):
-        """SIGTERM; returns the exit status (fails the scenario if it does not exit)."""
-        if not self.alive():
-            return self.proc.returncode if self.proc else None
-        t0 = now()
-        self.signal(signal.SIGTERM)
-        rc = self.wait(timeout)
-        if rc is None:
-            self.ctx.fail(f"the server did not exit within {timeout}s of SIGTERM")
-            self.kill()
-        else:
-            self.ctx.metrics.setdefault("stop_s", []).append(round(now() - t0, 2))
-        return rc
-
-    def tail(self, n):
-        return log_tail(self.log_path, n)
-
-
-def log_tail(path, n):
-    try:
-        with open(path, errors="replace") as f:
-            lines = f.readlines()
-    except OSError:
-        return ""
-    return "".join("    | " + line for line in lines[-n:]).rstrip()
+# The server's own consistency check
 
 
 def ledger_check(ctx, db_url, label):
@@ -870,34 +771,10 @@ def ledger_check(ctx, db_url, label):
 # PostgreSQL helpers
 
 
-def psql(url, sql, timeout=30, check=True):
-    p = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql],
-                       capture_output=True, text=True, timeout=timeout,
-                       env={**os.environ, "PGCONNECT_TIMEOUT": "5"})
-    if check and p.returncode != 0:
-        raise RuntimeError(f"psql {sql!r}: {p.stderr.strip()}")
-    return p.stdout.strip()
-
-
-def with_db(url, db):
-    u = urllib.parse.urlsplit(url)
-    return urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + db, u.query, u.fragment))
-
-
 def shared_pg_db(ctx, short_name):
     """A fresh throwaway database on the shared PostgreSQL, dropped at the end."""
-    if shutil.which("psql") is None:
-        raise Skip("psql is not installed")
-    admin = CFG.pg_admin
-    p = subprocess.run(["psql", "-X", "-At", "-d", admin, "-c", "select 1"], capture_output=True,
-                       text=True, timeout=20, env={**os.environ, "PGCONNECT_TIMEOUT": "5"})
-    if p.returncode != 0:
-        raise Skip(f"the shared PostgreSQL {admin} is unreachable: {p.stderr.strip()[:200]}")
     db = f"faults_{CFG.run_id}_{short_name}"
-    psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
-    psql(admin, f"CREATE DATABASE {db}")
-    ctx.cleanups.append(lambda: psql(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)", check=False))
-    return db, with_db(admin, db)
+    return db, throwaway_pg_db(ctx, CFG.pg_admin, db)
 
 
 class PrivatePg:
@@ -1010,33 +887,14 @@ def need_chattr(ctx):
 # Scenario bookkeeping
 
 
-class Ctx:
+class Ctx(Scenario):
     def __init__(self, name):
-        self.name = name
-        self.dir = os.path.join(CFG.work, name)
-        os.makedirs(self.dir, exist_ok=True)
+        super().__init__(name, CFG)
         self.prefix = f"{name}-{CFG.run_id}"
-        self.failures, self.notes_ = [], []
         self.records, self.health = [], []
-        self.servers, self.cleanups = [], []
-        self.metrics = {}
         self.models = []
         self.loads = []
         self.marks = []
-
-    def fail(self, msg):
-        msg = msg if len(msg) <= 1500 else msg[:1500] + " …"
-        self.failures.append(msg)
-        print(f"  FAIL: {msg}", flush=True)
-
-    def check(self, ok, msg):
-        if not ok:
-            self.fail(msg)
-        return ok
-
-    def note(self, msg):
-        self.notes_.append(msg)
-        print(f"  {msg}", flush=True)
 
     def model(self):
         m = Model(self.prefix)
@@ -1095,13 +953,8 @@ class Ctx:
             self.check(not load.errors, f"harness error in a client thread: {load.errors[:1]}")
         panics = 0
         for s in {s.log_path for s in self.servers}:
-            try:
-                with open(s, errors="replace") as f:
-                    text = f.read()
-            except OSError:
-                continue
-            panics += text.count("panicked at")
-            errors = len(re.findall(r" ERROR ", text))
+            found, errors = scan_log(s)
+            panics += found
             if errors:
                 self.metrics["log_errors"] = self.metrics.get("log_errors", 0) + errors
         self.check(panics == 0, f"the server log shows {panics} panics")
@@ -1643,13 +1496,7 @@ class Config:
         self.kill_rounds = int(os.environ.get("FAULTS_KILL_ROUNDS", "3"))
         self.seed = os.environ.get("FAULTS_SEED", str(self.run_id))
         self.rust_log = os.environ.get("FAULTS_RUST_LOG", "warn")
-        self.pids = set()
-        self.pid_file = os.path.join(self.work, "pids")
-
-    def track(self, pid, alive):
-        (self.pids.add if alive else self.pids.discard)(pid)
-        with open(self.pid_file, "w") as f:
-            f.write("".join(f"{p}\n" for p in sorted(self.pids)))
+        self.track = PidFile(os.path.join(self.work, "pids")).track
 
 
 def run_scenario(name, fn):
@@ -1731,8 +1578,7 @@ def table(results, total):
         else:
             rows.append([r["name"], r["status"], f"{r['time']:.1f}s", str(r["sent"]), str(r["2xx"]),
                          r["problems"], str(r["500s"]), r["conn"], f"{r['max']:.2f}s", key_facts(r)])
-    md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    md += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    md = md_table(head, rows)
     md.append("")
     md.append("409 conflict (a duplicate tag name) and 422 insufficient-funds (a withdrawal beyond the "
               "balance) are refusals the clients provoke on purpose. \"Cut by the fault itself\": "

@@ -81,6 +81,14 @@ def main():
             if off_first and off_last and millis(off_first["p50"]) and millis(off_last["p50"]):
                 line += f"; the offset route's deepest page is {millis(off_last['p50']) / millis(off_first['p50']):.1f}× its first"
             ratios.append(line)
+    # Issue 17: what synchronous=FULL (the default) costs against the opt-out, same run.
+    for route in ("POST /notes", "POST /accounts/{id}/events (100 accounts)"):
+        full = rows.get(route, {}).get("sqlite")
+        normal_name = route[:-1] + ", synchronous=normal)" if route.endswith(")") else route + " (synchronous=normal)"
+        normal = rows.get(normal_name, {}).get("sqlite")
+        if full and normal and normal["rps"]:
+            ratios.append(f"- sqlite: `{route}` with synchronous=FULL = **{full['rps'] / normal['rps']:.2f}×** synchronous=normal "
+                          f"({full['rps']:,.0f} vs {normal['rps']:,.0f} req/s; p99 {full['p99']} vs {normal['p99']}): the price of a 2xx that survives power loss")
     print()
     print("Ratios within this run:")
     print()

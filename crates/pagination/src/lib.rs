@@ -177,7 +177,7 @@ impl<T> OffsetPage<T> {
 
 /// How many of `items`, from the first, fit in `budget` bytes as `size` counts them; at least
 /// one, so that a page always makes progress.
-fn fitting<T>(items: &[T], budget: usize, size: impl Fn(&T) -> usize) -> usize {
+pub fn fitting<T>(items: &[T], budget: usize, size: impl Fn(&T) -> usize) -> usize {
     let mut used = 0usize;
     items
         .iter()
@@ -246,8 +246,8 @@ impl<T> CursorPage<T> {
 
 /// The list envelope `{items, limit, offset, total, next_offset}`. `next_offset` is where the
 /// next page starts (this page's offset plus its items) while items remain, else `None`: a page
-/// may end before `limit` when its items are large ([`ListEnvelope::within_bytes`]), so
-/// `offset + limit` is not always the next page.
+/// may end before `limit` when its items are large ([`fitting`]), so `offset + limit` is not
+/// always the next page.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ListEnvelope<T> {
     pub items: Vec<T>,
@@ -275,15 +275,6 @@ impl<T> ListEnvelope<T> {
             .offset
             .saturating_add(i64::try_from(self.items.len()).unwrap_or(i64::MAX));
         (!self.items.is_empty() && end < self.total).then_some(end)
-    }
-
-    /// Ends the page before its items pass `budget` bytes (as `size` counts them), keeping at
-    /// least one item; `next_offset` then points right after the last item kept.
-    pub fn within_bytes(mut self, budget: usize, size: impl Fn(&T) -> usize) -> Self {
-        let fits = fitting(&self.items, budget, size);
-        self.items.truncate(fits);
-        self.next_offset = self.following();
-        self
     }
 
     pub fn map<U>(self, f: impl FnMut(T) -> U) -> ListEnvelope<U> {
@@ -315,9 +306,9 @@ mod tests {
             ListEnvelope::new(Vec::<i64>::new(), page, 2).next_offset,
             None
         );
-        // Large items: the page ends early and the next one starts right after it.
-        let cut = env.within_bytes(150, |_| 100);
-        assert_eq!((cut.items, cut.next_offset), (vec![4], Some(4)));
+        // A page that ended early (large items) goes on right after its last item.
+        let short = ListEnvelope::new(vec![4], page, 10);
+        assert_eq!(short.next_offset, Some(4));
     }
 
     #[test]

@@ -134,11 +134,8 @@ impl Application {
             .then(|| ConnectionCounter::new(settings.max_connections_per_client));
         let mut server = HttpServer::new(move || shared.clone().app())
             .on_connect(move |conn, data| {
-                let peer = conn
-                    .downcast_ref::<actix_web::rt::net::TcpStream>()
-                    .and_then(|stream| stream.peer_addr().ok());
-                if let (Some(counter), Some(peer)) = (&connections, peer) {
-                    data.insert(counter.open(peer.ip()));
+                if let Some(counter) = &connections {
+                    limits::on_connect(counter, conn, data);
                 }
             })
             // The head must arrive within 5 s (actix's default, kept explicit); the body within

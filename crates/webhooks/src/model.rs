@@ -15,9 +15,10 @@ pub struct WebhookEvent {
 }
 
 impl WebhookEvent {
-    /// About what the event takes in a list response.
-    pub fn encoded_len(&self) -> usize {
-        self.payload.len() + self.event_type.len() + self.delivered_at.len() + 64
+    /// About what an event whose payload and event type take `text_bytes` takes in a list
+    /// response (the id, the timestamp and the member names are the fixed part).
+    pub fn listed_len(text_bytes: usize) -> usize {
+        text_bytes.saturating_add(96)
     }
 }
 

@@ -2,8 +2,10 @@
 
 use std::collections::{HashMap, HashSet};
 
+use diesel::dsl::sql;
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
+use diesel::sql_types::BigInt;
 use diesel::sqlite::SqliteConnection;
 use pagination::Page;
 use storage::DbConnection;
@@ -221,14 +223,33 @@ fn stored_ids(
         .collect())
 }
 
-/// One page of events, newest first (id descending), and the total count.
+/// One page of events, newest first (id descending), and the total count. The page ends
+/// before its events pass [`crate::LIST_PAGE_MAX_BYTES`]: the sizes of the page's rows are
+/// read first and only the rows that fit are loaded, so a page of large payloads costs about
+/// the budget in memory, not `limit` times `MAX_BODY_BYTES`.
 pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<WebhookEvent>, i64), Error> {
-    let rows: Vec<Row> = webhook_events::table
-        .select(COLUMNS)
+    let sizes: Vec<(i64, i64)> = webhook_events::table
+        .select((
+            webhook_events::id,
+            sql::<BigInt>("CAST(octet_length(payload) + octet_length(event_type) AS BIGINT)"),
+        ))
         .order(webhook_events::id.desc())
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
+    let fits = pagination::fitting(&sizes, crate::LIST_PAGE_MAX_BYTES, |(_, len)| {
+        WebhookEvent::listed_len(usize::try_from(*len).unwrap_or(usize::MAX))
+    });
+    let rows: Vec<Row> = match (sizes.first(), sizes.get(fits - 1)) {
+        // Ids in that range, newest first: a delivery stored since has a higher id.
+        (Some((newest, _)), Some((oldest, _))) => webhook_events::table
+            .select(COLUMNS)
+            .filter(webhook_events::id.le(*newest))
+            .filter(webhook_events::id.ge(*oldest))
+            .order(webhook_events::id.desc())
+            .load(conn)?,
+        _ => Vec::new(),
+    };
     let total = count(conn)?;
     Ok((rows.into_iter().map(to_event).collect(), total))
 }

@@ -12,8 +12,9 @@
 //!   they are read, `extract::read_body`).
 //! - The body must arrive within `REQUEST_TIMEOUT` of the head (which actix itself bounds);
 //!   a body still arriving then fails its read with 408 and the connection is closed.
-//! - A client address holds at most `MAX_CONNECTIONS_PER_CLIENT` connections; requests on the
-//!   ones beyond get 429 and the connection is closed.
+//! - A client address holds at most `MAX_CONNECTIONS_PER_CLIENT` connections: one beyond is
+//!   shut as it is accepted ([`on_connect`]); should one slip through, its requests get 429 and
+//!   the connection is closed.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -26,6 +27,7 @@ use std::time::Duration;
 
 use actix_web::HttpMessage;
 use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::Extensions;
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::error::PayloadError;
 use actix_web::http::header::{
@@ -187,6 +189,27 @@ impl Stream for Deadline {
             Poll::Pending => Poll::Pending,
         }
     }
+}
+
+/// The server's `on_connect` hook: counts the connection under its client address and, when
+/// the client already holds the maximum, shuts the socket at once, so that a burst of
+/// connections costs no file descriptor past the first poll (waiting for their requests would
+/// hold them for up to the head timeout). The slot stays in the connection's data until the
+/// connection ends.
+pub fn on_connect(counter: &ConnectionCounter, conn: &dyn std::any::Any, data: &mut Extensions) {
+    let Some(stream) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() else {
+        return;
+    };
+    let Ok(peer) = stream.peer_addr() else {
+        return;
+    };
+    let slot = counter.open(peer.ip());
+    if slot.over()
+        && let Err(err) = rustix::net::shutdown(stream, rustix::net::Shutdown::Both)
+    {
+        log::debug!("cannot shut a connection over the per-client cap: {err}");
+    }
+    data.insert(slot);
 }
 
 /// Open connections per client address (`MAX_CONNECTIONS_PER_CLIENT`), counted when a

@@ -243,9 +243,7 @@ pub async fn list(
     let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
     let (items, total) = db.read(move |c| repo::list(c, page)).await?;
     Ok(Json(
-        pagination::ListEnvelope::new(items, page, total)
-            .within_bytes(webhooks::LIST_PAGE_MAX_BYTES, WebhookEvent::encoded_len)
-            .into(),
+        pagination::ListEnvelope::new(items, page, total).into(),
     ))
 }
 
