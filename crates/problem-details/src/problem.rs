@@ -87,6 +87,13 @@ impl Problem {
 /// variant next to the variant. Storage failures map to [`Problem::internal`].
 pub trait ToProblem {
     fn to_problem(&self) -> Problem;
+
+    /// `Some(message)` when the error is answered with a plain `{"error": message}` body (the
+    /// body the specification fixes for area D) instead of a problem document; the status stays
+    /// the problem's.
+    fn plain_error(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl ToProblem for Problem {

@@ -42,7 +42,11 @@ impl Db {
         E: std::error::Error + Send + 'static,
         ApiError: From<E>,
     {
-        self.read_as(f).await
+        let store = self.store.clone();
+        let outcome = web::block(move || store.read(f))
+            .await
+            .map_err(ApiError::internal)?;
+        outcome.map_err(into_api_error)
     }
 
     /// Runs a write in a transaction that has committed when this returns `Ok`.
@@ -53,32 +57,6 @@ impl Db {
         E: std::error::Error + From<diesel::result::Error> + Send + 'static,
         ApiError: From<E>,
     {
-        self.write_as(f).await
-    }
-
-    /// [`Db::read`] for a caller with its own error type `O`.
-    pub async fn read_as<T, E, O, F>(&self, f: F) -> Result<T, O>
-    where
-        F: FnOnce(&mut DbConnection) -> Result<T, E> + Send + 'static,
-        T: Send + 'static,
-        E: std::error::Error + Send + 'static,
-        O: From<E> + From<ApiError>,
-    {
-        let store = self.store.clone();
-        let outcome = web::block(move || store.read(f))
-            .await
-            .map_err(ApiError::internal)?;
-        outcome.map_err(into_output)
-    }
-
-    /// [`Db::write`] for a caller with its own error type `O`.
-    pub async fn write_as<T, E, O, F>(&self, f: F) -> Result<T, O>
-    where
-        F: FnOnce(&mut DbConnection) -> Result<T, E> + Send + 'static,
-        T: Send + 'static,
-        E: std::error::Error + From<diesel::result::Error> + Send + 'static,
-        O: From<E> + From<ApiError>,
-    {
         let outcome = match &self.queue {
             Some(queue) => queue.write(f).await,
             None => {
@@ -88,7 +66,7 @@ impl Db {
                     .map_err(ApiError::internal)?
             }
         };
-        outcome.map_err(into_output)
+        outcome.map_err(into_api_error)
     }
 
     /// Whether the database would take a write now (see [`Store::check`]), bounded by
@@ -107,11 +85,14 @@ impl Db {
     }
 }
 
-/// A domain error stays the caller's own error type (area D renders its refusals itself); a
-/// storage failure becomes a problem.
-fn into_output<E, O: From<E> + From<ApiError>>(failure: Failure<E>) -> O {
+/// The operation's own error as its problem (or area D's plain body); a storage failure as
+/// its fault's problem.
+fn into_api_error<E>(failure: Failure<E>) -> ApiError
+where
+    ApiError: From<E>,
+{
     match failure {
-        Failure::Op(e) => O::from(e),
-        Failure::Store(e) => O::from(ApiError::from_store(e)),
+        Failure::Op(e) => ApiError::from(e),
+        Failure::Store(e) => ApiError::from_store(e),
     }
 }

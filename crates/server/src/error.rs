@@ -1,6 +1,8 @@
 //! The one `ResponseError` of the service. Every failure becomes an [`ApiError`] carrying a
-//! [`Problem`]; the `problems` middleware renders it (it knows the request, so it can resolve
-//! `type` against the configured or derived base URL and stamp the request id).
+//! [`Problem`], its extra headers (`Retry-After`, `WWW-Authenticate`) and how its body is
+//! written: a problem document, which the `problems` middleware renders (it knows the request,
+//! so it can resolve `type` against the configured or derived base URL and stamp the request
+//! id), or area D's plain `{"error": message}` ([`ToProblem::plain_error`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,6 +23,8 @@ pub struct ApiError {
     cause: Option<String>,
     /// Sent with the problem (`Retry-After` of a 503, for example).
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// `Some(message)`: answered as `{"error": message}` with the problem's status.
+    plain: Option<String>,
 }
 
 impl ApiError {
@@ -29,7 +33,14 @@ impl ApiError {
             problem: Box::new(problem),
             cause: None,
             headers: Vec::new(),
+            plain: None,
         }
+    }
+
+    /// 401 with its `WWW-Authenticate` challenge (RFC 9110 requires one on every 401).
+    pub fn unauthorized(detail: impl Into<String>, challenge: HeaderValue) -> Self {
+        ApiError::new(Problem::new(Slug::Unauthorized, detail))
+            .with_header(header::WWW_AUTHENTICATE, challenge)
     }
 
     /// A 500 whose cause goes to the log only.
@@ -89,15 +100,11 @@ impl ApiError {
 }
 
 /// The full source chain of an error, for the log line of a 500.
-pub fn chain(err: &dyn std::error::Error) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    storage::fault::sources(err)
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 impl<E> From<E> for ApiError
@@ -109,7 +116,10 @@ where
         if problem.status >= 500 {
             return ApiError::server_side(&err);
         }
-        ApiError::new(problem)
+        ApiError {
+            plain: err.plain_error().map(str::to_owned),
+            ..ApiError::new(problem)
+        }
     }
 }
 
@@ -135,6 +145,10 @@ impl ResponseError for ApiError {
         let mut builder = HttpResponse::build(self.status_code());
         for header in &self.headers {
             builder.insert_header(header.clone());
+        }
+        if let Some(message) = &self.plain {
+            // A JSON body of its own: the problems middleware leaves it as it is.
+            return builder.json(serde_json::json!({ "error": message }));
         }
         let mut res = builder.finish();
         res.extensions_mut().insert(PendingProblem {

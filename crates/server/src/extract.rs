@@ -233,6 +233,18 @@ impl<T: ApiComponent> ApiComponent for RawQuery<T> {
     }
 }
 
+/// The credentials of `Authorization: Bearer <token>` (scheme name case-insensitive).
+pub fn bearer(headers: &actix_web::http::header::HeaderMap) -> Option<&str> {
+    let value = headers
+        .get(actix_web::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .trim();
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
 /// How a request header is documented: its name, whether it is required, and its schema.
 pub trait HeaderDoc: 'static {
     const NAME: &'static str;
@@ -298,6 +310,24 @@ impl<H: HeaderDoc> ApiComponent for RawHeader<H> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
+
+    #[test]
+    fn bearer_values() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer(&h), None);
+        let name = HeaderName::from_static("authorization");
+        for (value, expected) in [
+            ("Bearer abc", Some("abc")),
+            ("bearer  abc ", Some("abc")),
+            ("Basic abc", None),
+            ("Bearer", None),
+            ("Bearer   ", None),
+        ] {
+            h.insert(name.clone(), HeaderValue::from_static(value));
+            assert_eq!(bearer(&h), expected, "{value}");
+        }
+    }
 
     #[test]
     fn decodes_query_pairs() {

@@ -396,6 +396,7 @@ fn document_storage_faults(doc: &mut Value) {
 }
 
 fn complete(mut doc: Value) -> Value {
+    crate::routes::tokens::document_refusals(&mut doc);
     document_storage_faults(&mut doc);
     document_v1(&mut doc);
     if let Some(schemas) = doc
@@ -427,17 +428,24 @@ fn complete(mut doc: Value) -> Value {
 
 const METHODS: [&str; 7] = ["get", "put", "post", "delete", "patch", "head", "options"];
 
-fn operation_mut<'a>(doc: &'a mut Value, operation_id: &str) -> Option<&'a mut Value> {
-    doc.get_mut("paths")?
-        .as_object_mut()?
-        .values_mut()
-        .flat_map(|item| {
+/// Every operation of the document: its path, its method and the operation object.
+pub fn operations_mut(doc: &mut Value) -> impl Iterator<Item = (&String, &String, &mut Value)> {
+    doc.get_mut("paths")
+        .and_then(Value::as_object_mut)
+        .into_iter()
+        .flat_map(|paths| paths.iter_mut())
+        .flat_map(|(path, item)| {
             item.as_object_mut()
                 .into_iter()
                 .flat_map(|m| m.iter_mut())
                 .filter(|(method, _)| METHODS.contains(&method.as_str()))
-                .map(|(_, op)| op)
+                .map(move |(method, op)| (path, method, op))
         })
+}
+
+fn operation_mut<'a>(doc: &'a mut Value, operation_id: &str) -> Option<&'a mut Value> {
+    operations_mut(doc)
+        .map(|(_, _, op)| op)
         .find(|op| op.get("operationId").and_then(Value::as_str) == Some(operation_id))
 }
 

@@ -7,6 +7,13 @@ use std::fmt;
 
 use diesel::result::{DatabaseErrorKind as Kind, Error as DieselError};
 
+/// `err` and every error below it in its source chain, outermost first.
+pub fn sources<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(err), |e| e.source())
+}
+
 /// A storage failure a client can be told about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Fault {
@@ -61,19 +68,10 @@ impl Fault {
 
     /// The first fault in `err`'s source chain (`err` itself included).
     pub fn find(err: &(dyn std::error::Error + 'static)) -> Option<Fault> {
-        let mut next = Some(err);
-        while let Some(e) = next {
-            if let Some(d) = e.downcast_ref::<DieselError>()
-                && let Some(fault) = Fault::of(d)
-            {
-                return Some(fault);
-            }
-            if let Some(s) = e.downcast_ref::<StoreError>() {
-                return Some(s.fault);
-            }
-            next = e.source();
-        }
-        None
+        sources(err).find_map(|e| match e.downcast_ref::<DieselError>() {
+            Some(d) => Fault::of(d),
+            None => e.downcast_ref::<StoreError>().map(|s| s.fault),
+        })
     }
 
     /// The connection that reported this fault must not serve another request: a SQLite

@@ -52,3 +52,55 @@ impl Error {
         }
     }
 }
+
+/// Area D answers its refusals with the specification's `{"error": message}` body; the slug
+/// only carries the status (and the problem of a 500, which never shows internals).
+impl problem_details::ToProblem for Error {
+    fn to_problem(&self) -> problem_details::Problem {
+        use problem_details::{Problem, Slug};
+        let slug = match self {
+            Error::Unauthorized => Slug::Unauthorized,
+            Error::Forbidden => Slug::Forbidden,
+            Error::UserNotFound { .. } | Error::TokenNotFound => Slug::NotFound,
+            Error::AlreadyRevoked { .. } => Slug::Conflict,
+            Error::InvalidScope | Error::Invalid(_) => Slug::ValidationFailed,
+            Error::Entropy | Error::Storage(_) => return Problem::internal(),
+        };
+        Problem::new(slug, self.message())
+    }
+
+    fn plain_error(&self) -> Option<&str> {
+        (self.status() < 500).then(|| self.message())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use problem_details::ToProblem;
+
+    use super::*;
+
+    #[test]
+    fn refusals_are_plain_bodies_with_their_status() {
+        let refusals = [
+            Error::Unauthorized,
+            Error::Forbidden,
+            Error::UserNotFound { id: 1 },
+            Error::TokenNotFound,
+            Error::AlreadyRevoked { id: 1 },
+            Error::InvalidScope,
+            Error::Invalid("name is required"),
+        ];
+        for err in refusals {
+            assert_eq!(err.to_problem().status, err.status(), "{err}");
+            assert_eq!(err.plain_error(), Some(err.message()));
+        }
+        let internal = Error::Entropy;
+        assert_eq!(internal.to_problem().status, 500);
+        assert_eq!(
+            internal.plain_error(),
+            None,
+            "a 500 is a problem without internals"
+        );
+    }
+}

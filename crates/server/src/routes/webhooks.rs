@@ -6,10 +6,9 @@ use std::pin::Pin;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use actix_web::dev::Payload;
-use actix_web::error::InternalError;
 use actix_web::http::header::{HeaderValue, WWW_AUTHENTICATE};
 use actix_web::web::{Data, Json};
-use actix_web::{FromRequest, HttpRequest, ResponseError};
+use actix_web::{FromRequest, HttpRequest};
 use anyhow::anyhow;
 use apistos::actix::AcceptedJson;
 use apistos::paths::{Parameter, ParameterDefinition, ParameterIn, ParameterStyle, RequestBody};
@@ -120,12 +119,11 @@ impl FromRequest for VerifiedDelivery {
 fn refused(err: webhooks::Error) -> actix_web::Error {
     let challenge = matches!(err, webhooks::Error::Signature(_));
     let err = ApiError::from(err);
-    let mut res = err.error_response();
-    if challenge {
-        res.headers_mut()
-            .insert(WWW_AUTHENTICATE, HeaderValue::from_static(CHALLENGE));
+    match challenge {
+        true => err.with_header(WWW_AUTHENTICATE, HeaderValue::from_static(CHALLENGE)),
+        false => err,
     }
-    InternalError::from_response(err, res).into()
+    .into()
 }
 
 impl ApiComponent for VerifiedDelivery {

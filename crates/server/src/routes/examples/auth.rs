@@ -8,10 +8,9 @@ use std::future::{Ready, ready};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use actix_web::dev::Payload;
-use actix_web::error::InternalError;
-use actix_web::http::header::{AUTHORIZATION, HeaderName, HeaderValue, WWW_AUTHENTICATE};
+use actix_web::http::header::{HeaderName, HeaderValue, WWW_AUTHENTICATE};
 use actix_web::web::Data;
-use actix_web::{FromRequest, HttpRequest, ResponseError};
+use actix_web::{FromRequest, HttpRequest};
 use apistos::reference_or::ReferenceOr;
 use apistos::security::{ApiKey, ApiKeyIn, Http, SecurityScheme, SecurityType};
 use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
@@ -62,7 +61,7 @@ impl ExampleAuth {
 
     fn check_bearer(&self, req: &HttpRequest) -> Result<Map<String, Value>, Error> {
         let verifier = self.jwt.as_ref().ok_or(Error::WeakSecret)?;
-        let token = bearer_token(req).ok_or(Error::MissingToken)?;
+        let token = crate::extract::bearer(req.headers()).ok_or(Error::MissingToken)?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
@@ -74,21 +73,13 @@ fn challenge(header: &str) -> String {
     format!("ApiKey header=\"{header}\"")
 }
 
-/// The token of `Authorization: Bearer <token>` (scheme name case-insensitive).
-fn bearer_token(req: &HttpRequest) -> Option<&str> {
-    let value = req.headers().get(AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}
-
 /// A 401 `unauthorized` problem carrying `challenge` in `WWW-Authenticate`.
 fn unauthorized(err: Error, challenge: &str) -> actix_web::Error {
-    let mut res = ApiError::from(err).error_response();
+    let mut err = ApiError::from(err);
     if let Ok(value) = HeaderValue::from_str(challenge) {
-        res.headers_mut().insert(WWW_AUTHENTICATE, value);
+        err = err.with_header(WWW_AUTHENTICATE, value);
     }
-    InternalError::from_response(err, res).into()
+    err.into()
 }
 
 fn with_auth<T>(

@@ -1,0 +1,170 @@
+//! The token area's request and response bodies, as documented in OpenAPI.
+
+use apistos::ApiComponent;
+use apistos::schemars;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokens::{Scope, Token, User, Verification, service};
+
+/// A token's scope: `read` (the default), `write` or `admin`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+#[serde(rename_all = "lowercase")]
+pub enum ScopeDto {
+    Read,
+    Write,
+    Admin,
+}
+
+impl From<Scope> for ScopeDto {
+    fn from(s: Scope) -> Self {
+        match s {
+            Scope::Read => ScopeDto::Read,
+            Scope::Write => ScopeDto::Write,
+            Scope::Admin => ScopeDto::Admin,
+        }
+    }
+}
+
+/// A new user; `name` is required and not blank (at most 200 characters).
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct UserBody {
+    #[schemars(length(min = 1, max = 200), regex(pattern = crate::routes::dto::TEXT_PATTERN))]
+    pub name: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct UserDto {
+    pub id: i64,
+    pub name: String,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+}
+
+impl From<User> for UserDto {
+    fn from(u: User) -> Self {
+        UserDto {
+            id: u.id,
+            name: u.name,
+            created_at: u.created_at,
+        }
+    }
+}
+
+/// What to issue: `scope` defaults to `read`, `label` to `""` (at most 200 characters).
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct IssueBody {
+    pub scope: Option<ScopeDto>,
+    #[schemars(length(max = 200), regex(pattern = r"^[^\u0000]*$"))]
+    pub label: Option<String>,
+}
+
+/// A freshly issued token. `token` is the raw value (64 hex characters): shown only here,
+/// never stored, never shown again.
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct IssuedTokenDto {
+    pub id: i64,
+    pub user_id: i64,
+    pub token: String,
+    pub scope: ScopeDto,
+    pub label: String,
+    pub created_at: String,
+}
+
+impl From<service::Issued> for IssuedTokenDto {
+    fn from(i: service::Issued) -> Self {
+        IssuedTokenDto {
+            id: i.token.id,
+            user_id: i.token.user_id,
+            token: i.raw.into_string(),
+            scope: i.token.scope.into(),
+            label: i.token.label,
+            created_at: i.token.created_at,
+        }
+    }
+}
+
+/// A token as listed: never the hash, never the raw value. `revoked_at` is null while active.
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct TokenDto {
+    pub id: i64,
+    pub user_id: i64,
+    pub scope: ScopeDto,
+    pub label: String,
+    pub created_at: String,
+    /// RFC 3339, UTC; null while the token is active.
+    #[schemars(extend("type" = "string", "nullable" = true))]
+    pub revoked_at: Option<String>,
+}
+
+impl From<Token> for TokenDto {
+    fn from(t: Token) -> Self {
+        TokenDto {
+            id: t.id,
+            user_id: t.user_id,
+            scope: t.scope.into(),
+            label: t.label,
+            created_at: t.created_at,
+            revoked_at: t.revoked_at,
+        }
+    }
+}
+
+/// All of a user's tokens, newest first, revoked ones included.
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct TokenListDto {
+    pub items: Vec<TokenDto>,
+    pub total: i64,
+}
+
+/// The raw token to check.
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct VerifyBody {
+    #[schemars(length(min = 1))]
+    pub token: String,
+}
+
+/// `valid` is true only for a known, active token. `user_id` and `scope` come from the stored
+/// record when the token is known (revoked or not) and are null otherwise.
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct VerificationDto {
+    pub valid: bool,
+    pub user_id: Option<i64>,
+    pub scope: Option<ScopeDto>,
+}
+
+impl From<Verification> for VerificationDto {
+    fn from(v: Verification) -> Self {
+        VerificationDto {
+            valid: v.valid,
+            user_id: v.user_id,
+            scope: v.scope.map(ScopeDto::from),
+        }
+    }
+}
+
+/// Path of the token collection (documentation; the handler reads the raw segment because a
+/// non-numeric `userId` is treated as 0, not 404).
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct UserPathDoc {
+    #[serde(rename = "userId")]
+    pub user_id: i64,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct TokenPathDoc {
+    #[serde(rename = "userId")]
+    pub user_id: i64,
+    #[serde(rename = "tokenId")]
+    pub token_id: i64,
+}
