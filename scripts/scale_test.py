@@ -662,7 +662,8 @@ def phase_webhooks(c, args):
     forged = json.dumps({"event_type": "scale.forged", "data": {"nonce": nonce}}).encode()
     t = int(time.time())
     for inst in range(c.n):
-        r = c.post(inst, "/webhook", forged, {"X-Webhook-Signature": f"t={t},v1={'0' * 64}"})
+        r = c.post(inst, "/webhook", forged, {"X-Webhook-Signature": f"t={t},v1={'0' * 64}",
+                                               "Content-Type": "application/json"})
         R.check(r.status == 401, f"forged delivery on instance {inst}: {r!r}")
     for inst in range(c.n):
         stored, offset = [], 0
