@@ -6,18 +6,20 @@ export CARGO_TARGET_DIR := env_var_or_default("CARGO_TARGET_DIR", "target")
 run:
     cargo run --release -p server
 
-# Every test, on SQLite (and PostgreSQL too when TEST_POSTGRES_URL is set).
-test:
-    cargo test --workspace
+# Every test, on SQLite (and PostgreSQL too when TEST_POSTGRES_URL is set): the workspace, then
+# the MCP gateway's own workspace (test-mcp). The same commands as the test steps of .ci/run.
+test: && test-mcp
+    cargo test --workspace --locked
 
-# Every test on SQLite and on the local PostgreSQL.
-test-pg:
-    TEST_POSTGRES_URL=${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test} cargo test --workspace
+# Every test on SQLite and on the local PostgreSQL, the gateway's included.
+test-pg: && test-mcp
+    TEST_POSTGRES_URL=${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test} cargo test --workspace --locked
 
 lint:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings
     bash scripts/check-layering.sh
+    bash scripts/lint-openapi.sh
 
 fmt:
     cargo fmt --all
@@ -34,9 +36,11 @@ fuzz-api:
 bench:
     bash scripts/bench.sh
 
-# The MCP gateway's own tests (it is a separate workspace).
+# The MCP gateway's own tests (it is a separate workspace) against a debug build of the server,
+# as .ci/run runs them. SERVER_BIN is absolute: the tests run in crates/tool-gateway.
 test-mcp:
-    cargo test --manifest-path crates/tool-gateway/Cargo.toml
+    cargo build -p server --locked
+    SERVER_BIN="$(cd "$CARGO_TARGET_DIR" && pwd)/debug/server" cargo test --manifest-path crates/tool-gateway/Cargo.toml --locked
 
 # Official MCP conformance suite against the gateway (installs Node 22 and the suite first).
 conformance:

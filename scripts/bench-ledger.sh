@@ -7,6 +7,7 @@
 #   BENCH_PROFILE=release|debug (default release), BENCH_SECONDS=10, BENCH_CONNECTIONS=16,
 #   BENCH_THREADS=2
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
 command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)"; exit 1; }
@@ -15,28 +16,14 @@ seconds="${BENCH_SECONDS:-10}"
 conns="${BENCH_CONNECTIONS:-16}"
 threads="${BENCH_THREADS:-2}"
 
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-if [ "$profile" = release ]; then
-  cargo build --quiet --release -p server --bin server
-else
-  cargo build --quiet -p server --bin server
-fi
-BIN="$CARGO_TARGET_DIR/$profile/server"
+build_server "$profile"
 
 work=$(mktemp -d)
 export DATABASE_URL="${1:-sqlite://$work/bench.db}"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-base="http://127.0.0.1:$port"
-BIND="127.0.0.1:$port" RUST_LOG=warn "$BIN" >"$work/server.log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 200); do curl -sf "$base/health" >/dev/null 2>&1 && break; sleep 0.05; done
-
-for i in $(seq 0 99); do
-  curl -s -o /dev/null -X POST -H 'content-type: application/json' \
-    -d "{\"account_id\":\"bench-$i\",\"owner\":\"bench\"}" "$base/accounts"
-done
-
+trap clean_up EXIT
+start_server "$(free_port)" "$work/server.log"
+base=$BASE
+open_bench_accounts "$base"
 
 backend=$(case "$DATABASE_URL" in postgres*) echo postgres ;; *) echo sqlite ;; esac)
 for n in 1 100; do
@@ -44,5 +31,5 @@ for n in 1 100; do
   ACCOUNTS=$n wrk -t"$threads" -c"$conns" -d"${seconds}s" -s scripts/bench/append_event.lua "$base" |
     grep -E "Requests/sec|Latency|non-2xx|requests in"
 done
-kill "$pid"; wait "$pid" 2>/dev/null || true
+stop_server "$SERVER_PID"
 "$BIN" ledger-check

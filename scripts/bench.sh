@@ -6,6 +6,7 @@
 # BENCH_DURATION (seconds per run, default 10), BENCH_CONNECTIONS (default 16),
 # BENCH_PG_URL (admin URL, default postgres://postgres@127.0.0.1:5432/test; empty skips PostgreSQL).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
 DURATION="${BENCH_DURATION:-10}"
@@ -21,19 +22,13 @@ if ! command -v wrk >/dev/null; then
   apt-get update -qq && apt-get install -y -qq wrk >/dev/null
 fi
 
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-cargo build --release -q -p server --bin server --example bare_ceiling
-BIN="$CARGO_TARGET_DIR/release/server"
+build_server release --example bare_ceiling
 CEILING="$CARGO_TARGET_DIR/release/examples/bare_ceiling"
 
 results=$(mktemp -d)
 work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
+trap clean_up EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_up() { for _ in $(seq 1 200); do curl -sf "$1" >/dev/null && return 0; sleep 0.05; done; echo "not up: $1"; return 1; }
 peak_kib() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
 load() { # backend name url [lua]
@@ -81,24 +76,20 @@ seed_tokens() { # base_url -> prints raw tokens, one per line
 bench_backend() { # backend database_url seed_target
   local backend=$1 url=$2 target=$3
   echo "== $backend"
-  local port; port=$(free_port)
-  DATABASE_URL="$url" BIND="127.0.0.1:$port" RUST_LOG=warn WEBHOOK_SECRET="$WEBHOOK_SECRET" \
-    "$BIN" > "$work/$backend.log" 2>&1 &
-  local pid=$!; pids+=("$pid")
-  wait_up "http://127.0.0.1:$port/health"
+  start_server "$(free_port)" "$work/$backend.log" DATABASE_URL="$url"
+  local pid=$SERVER_PID base=$BASE
   seed_notes "$backend" "$target"
-  local base="http://127.0.0.1:$port"
   load "$backend" "GET /health" "$base/health"
   load "$backend" "GET /notes/{id}" "$base" scripts/bench/get_random_note.lua
   # The ceiling right after, on the same data: the ratio compares neighbouring minutes of this
   # noisy machine, not the start of the run with its end.
   local cport; cport=$(free_port)
   "$CEILING" "$url" "127.0.0.1:$cport" > "$work/$backend-ceiling.log" 2>&1 &
-  local cpid=$!; pids+=("$cpid")
-  wait_up "http://127.0.0.1:$cport/health"
+  local cpid=$!; PIDS+=("$cpid")
+  wait_up "http://127.0.0.1:$cport/health" "$cpid" || { echo "not up: http://127.0.0.1:$cport/health"; return 1; }
   load "$backend" "ceiling: bare GET /notes/{id}" "http://127.0.0.1:$cport" scripts/bench/get_random_note.lua
   load "$backend" "ceiling: bare GET /health" "http://127.0.0.1:$cport/health"
-  kill "$cpid"; wait "$cpid" 2>/dev/null || true
+  stop_server "$cpid"
   load "$backend" "GET /notes?limit=20" "$base/notes?limit=20"
   load "$backend" "POST /notes" "$base/notes" scripts/bench/post_note.lua
 
@@ -113,10 +104,7 @@ bench_backend() { # backend database_url seed_target
   WEBHOOK_POOL="$work/pool-$backend" load "$backend" "POST /webhook (1 KB, signed)" "$base/webhook" scripts/bench/post_webhook.lua
 
   # Area E: 1-cent deposits to one hot account, then spread over 100 accounts.
-  for i in $(seq 0 99); do
-    curl -s -o /dev/null -X POST -H 'content-type: application/json' \
-      -d "{\"account_id\":\"bench-$i\",\"owner\":\"bench\"}" "$base/accounts"
-  done
+  open_bench_accounts "$base"
   ACCOUNTS=1 load "$backend" "POST /accounts/{id}/events (1 account)" "$base" scripts/bench/append_event.lua
   ACCOUNTS=100 load "$backend" "POST /accounts/{id}/events (100 accounts)" "$base" scripts/bench/append_event.lua
   DATABASE_URL="$url" "$BIN" ledger-check
@@ -131,7 +119,7 @@ bench_backend() { # backend database_url seed_target
   load "$backend" "GET /articles/offset middle page" "$base/articles/offset?limit=20&offset=$mid"
   load "$backend" "GET /articles/offset last page" "$base/articles/offset?limit=20&offset=$((ARTICLES - 20))"
   echo "$backend $(peak_kib "$pid")" >> "$results/memory"
-  kill "$pid"; wait "$pid" 2>/dev/null || true
+  stop_server "$pid"
 }
 
 bench_backend sqlite "sqlite://$work/bench.db" "$work/bench.db"
@@ -140,29 +128,21 @@ bench_backend sqlite "sqlite://$work/bench.db" "$work/bench.db"
 # on a fresh SQLite file with SQLITE_SYNCHRONOUS=normal (the documented opt-out).
 bench_sqlite_normal() {
   echo "== sqlite, synchronous=normal"
-  local port; port=$(free_port)
-  DATABASE_URL="sqlite://$work/normal.db" SQLITE_SYNCHRONOUS=normal BIND="127.0.0.1:$port" RUST_LOG=warn \
-    WEBHOOK_SECRET="$WEBHOOK_SECRET" "$BIN" > "$work/sqlite-normal.log" 2>&1 &
-  local pid=$!; pids+=("$pid")
-  local base="http://127.0.0.1:$port"
-  wait_up "$base/health"
+  start_server "$(free_port)" "$work/sqlite-normal.log" \
+    DATABASE_URL="sqlite://$work/normal.db" SQLITE_SYNCHRONOUS=normal
+  local pid=$SERVER_PID base=$BASE
   seed_notes sqlite "$work/normal.db"
   load sqlite "POST /notes (synchronous=normal)" "$base/notes" scripts/bench/post_note.lua
-  for i in $(seq 0 99); do
-    curl -s -o /dev/null -X POST -H 'content-type: application/json' \
-      -d "{\"account_id\":\"bench-$i\",\"owner\":\"bench\"}" "$base/accounts"
-  done
+  open_bench_accounts "$base"
   ACCOUNTS=100 load sqlite "POST /accounts/{id}/events (100 accounts, synchronous=normal)" "$base" scripts/bench/append_event.lua
-  kill "$pid"; wait "$pid" 2>/dev/null || true
+  stop_server "$pid"
 }
 bench_sqlite_normal
 
 if [ -n "$PG_ADMIN" ] && pg_isready -h 127.0.0.1 -q 2>/dev/null; then
-  db="bench_$(date +%s)"
-  psql -q "$PG_ADMIN" -c "CREATE DATABASE $db"
-  pg_url="${PG_ADMIN%/*}/$db"
-  bench_backend postgres "$pg_url" "$pg_url"
-  psql -q "$PG_ADMIN" -c "DROP DATABASE $db WITH (FORCE)"
+  create_database "$PG_ADMIN" "bench_$(date +%s)"
+  bench_backend postgres "$DB_URL" "$DB_URL"
+  drop_databases
 fi
 
 # Issue 8: latency the MCP gateway adds (tools/call get_note vs GET /notes/{id}), same run;

@@ -11,10 +11,7 @@ set -euo pipefail
 source "$(dirname "$0")/mcp-env.sh"
 trap mcp_cleanup EXIT
 
-mcp_install
-mcp_build
-mcp_start_server
-mcp_start_gateway_http "$ROOT/catalog/conformance.json"
+mcp_up "$ROOT/catalog/conformance.json"
 
 SUITE="$MCP_CACHE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 

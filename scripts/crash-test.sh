@@ -10,6 +10,7 @@
 #   CRASH_ACCOUNTS=4             accounts the writers spread over
 #   CRASH_MIN_S=0.5 CRASH_MAX_S=3  the random kill moment after start, in seconds
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
 rounds="${1:-${CRASH_ROUNDS:-5}}"
@@ -19,36 +20,16 @@ accounts="${CRASH_ACCOUNTS:-4}"
 min_s="${CRASH_MIN_S:-0.5}"
 max_s="${CRASH_MAX_S:-3}"
 
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-if [ "$profile" = release ]; then
-  cargo build --quiet --release -p server --bin server
-else
-  cargo build --quiet -p server --bin server
-fi
-BIN="$CARGO_TARGET_DIR/$profile/server"
+build_server "$profile"
 
 work=$(mktemp -d)
 export DATABASE_URL="sqlite://$work/ledger.db"
 acks="$work/acks"
 mkdir -p "$acks"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# Every restart binds the same port: the writers and verify_acks keep talking to $base.
+port=$(free_port)
 base="http://127.0.0.1:$port"
-pid=""
-
-cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-}
-trap cleanup EXIT
-
-start_server() {
-  BIND="127.0.0.1:$port" RUST_LOG=warn "$BIN" >>"$work/server.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 1 200); do
-    curl -sf "$base/health" >/dev/null 2>&1 && return 0
-    sleep 0.05
-  done
-  echo "the server did not start; log:"; tail -20 "$work/server.log"; exit 1
-}
+trap clean_up EXIT
 
 # Appends until the server goes away; every 201 body is recorded as acknowledged.
 writer() {
@@ -98,7 +79,7 @@ print(f"all {len(acked)} acknowledged events are stored as answered ({len(stored
 PY
 }
 
-start_server
+start_server "$port" "$work/server.log"
 for a in $(seq 0 $((accounts - 1))); do
   curl -sf -X POST -H 'content-type: application/json' \
     -d "{\"account_id\":\"crash-$a\",\"owner\":\"crash test\"}" "$base/accounts" >/dev/null
@@ -112,14 +93,12 @@ for round in $(seq 1 "$rounds"); do
   done
   delay=$(python3 -c "import random; print(round(random.uniform($min_s, $max_s), 2))")
   sleep "$delay"
-  kill -KILL "$pid"
-  wait "$pid" 2>/dev/null || true
-  pid=""
+  stop_server "$SERVER_PID" KILL
   for p in "${writer_pids[@]}"; do wait "$p" || true; done
   acked=$(cat "$acks"/* 2>/dev/null | wc -l)
   echo "round $round: killed after ${delay}s; $acked events acknowledged so far"
   "$BIN" ledger-check
-  start_server
+  start_server "$port" "$work/server.log"
   verify_acks
 done
 

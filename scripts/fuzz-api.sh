@@ -6,29 +6,24 @@
 # FUZZ_EXAMPLES (default 20), FUZZ_SEED and FUZZ_ARGS (extra schemathesis arguments, e.g.
 # FUZZ_ARGS='--include-path-regex ^/articles') tune the run.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
 VENV="${SCHEMATHESIS_VENV:-$HOME/.cache/notes-service-venv}"
 ST_VERSION="${SCHEMATHESIS_VERSION:-4.32.5}"
 if ! "$VENV/bin/schemathesis" --version 2>/dev/null | grep -q "$ST_VERSION"; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$ST_VERSION"
+  venv_install "$VENV" "schemathesis==$ST_VERSION"
 fi
 
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-cargo build --quiet -p server --bin server
-BIN="$CARGO_TARGET_DIR/debug/server"
+build_server debug
 
 work=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+trap clean_up EXIT
 database_url="${1:-sqlite://$work/fuzz.db}"
-pg_db=""
 if [ "$database_url" = "postgres" ]; then
   # A throwaway database on the local PostgreSQL (TEST_POSTGRES_URL is the admin connection).
-  admin="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
-  pg_db="fuzz_$(date +%s)_$$"
-  psql -q "$admin" -c "CREATE DATABASE $pg_db"
-  database_url="${admin%/*}/$pg_db"
+  create_database "${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}" "fuzz_$(date +%s)_$$"
+  database_url=$DB_URL
 fi
 # Credentials for the two protected routes, read by the [auth.openapi.*] blocks of
 # schemathesis.toml, so that /machine/health and /examples/protected are tested past their 401.
@@ -44,25 +39,13 @@ print(f"{head}.{body}.{b64(mac)}")
 PY
 )
 export FUZZ_API_KEY FUZZ_JWT
-DATABASE_URL="$database_url" BIND="127.0.0.1:$port" RUST_LOG=warn \
-  API_KEYS="$FUZZ_API_KEY" JWT_SECRET="$jwt_secret" \
-  "$BIN" > "$work/server.log" 2>&1 &
-pid=$!
-cleanup() {
-  kill "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  if [ -n "$pg_db" ]; then psql -q "$admin" -c "DROP DATABASE IF EXISTS $pg_db WITH (FORCE)" || true; fi
-}
-trap cleanup EXIT
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
-  sleep 0.1
-done
+start_server "$(free_port)" "$work/server.log" \
+  DATABASE_URL="$database_url" API_KEYS="$FUZZ_API_KEY" JWT_SECRET="$jwt_secret"
 
 status=0
 # One worker: with two, hypothesis' lambda-source introspection (Python's ast, not thread-safe)
 # sometimes fails inside schemathesis itself ("AST constructor recursion depth mismatch").
-"$VENV/bin/schemathesis" run "http://127.0.0.1:$port/openapi.json" \
+"$VENV/bin/schemathesis" run "$BASE/openapi.json" \
   --checks all \
   --max-examples "${FUZZ_EXAMPLES:-20}" \
   --seed "${FUZZ_SEED:-20261123}" \

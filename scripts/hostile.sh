@@ -20,56 +20,7 @@
 #   HOSTILE_FLOOD=5000  HOSTILE_CLIENTS=15000  HOSTILE_RUST_LOG=warn
 #   HOSTILE_KEEP=1                 keep the work directory (always kept when a scenario failed)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
-profile="${HOSTILE_PROFILE:-debug}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/notes-service-target}"
-if [ "${HOSTILE_BUILD:-1}" != 0 ]; then
-  if [ "$profile" = release ]; then
-    cargo build --quiet --release -p server --bin server
-  else
-    cargo build --quiet -p server --bin server
-  fi
-fi
-BIN="$CARGO_TARGET_DIR/$profile/server"
-if [ ! -x "$BIN" ]; then
-  echo "no server binary at $BIN (HOSTILE_BUILD=0 needs a build first)"
-  exit 1
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/hostile.XXXXXX")
-run_id=$$
-admin="${HOSTILE_PG_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
-
-# hostile.py stops its servers and drops its databases; these are backstops for when it was killed.
-cleanup() {
-  local status=$?
-  trap - EXIT INT TERM
-  if [ -f "$work/pids" ]; then
-    local bin p
-    bin=$(readlink -f "$BIN")
-    while read -r p; do
-      # Only a server this run started (the pid may have been reused since).
-      if [ "$(readlink "/proc/$p/exe" 2>/dev/null || true)" = "$bin" ]; then kill -KILL "$p" || true; fi
-    done <"$work/pids"
-  fi
-  if command -v psql >/dev/null; then
-    for db in $(PGCONNECT_TIMEOUT=5 psql -X -At -d "$admin" \
-      -c "SELECT datname FROM pg_database WHERE datname LIKE 'hostile\\_${run_id}\\_%'" 2>/dev/null); do
-      psql -X -q -d "$admin" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" || true
-    done
-  fi
-  if [ "$status" -eq 0 ] && [ "${HOSTILE_KEEP:-0}" != 1 ]; then
-    rm -rf "$work"
-  else
-    echo "work directory kept: $work (server logs under each scenario's directory)"
-  fi
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-echo "hostile traffic with $BIN ($profile build), work directory $work"
-status=0
-python3 scripts/hostile.py --bin "$BIN" --work "$work" --run-id "$run_id" "$@" || status=$?
-exit "$status"
+run_scenarios hostile "hostile traffic" "$@"

@@ -6,10 +6,7 @@ set -euo pipefail
 source "$(dirname "$0")/mcp-env.sh"
 trap mcp_cleanup EXIT
 
-mcp_install
-mcp_build
-mcp_start_server
-mcp_start_gateway_http "$ROOT/catalog/tools.json"
+mcp_up "$ROOT/catalog/tools.json"
 
 INSPECTOR=("$NODE" "$MCP_CACHE/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js" --cli)
 CATALOG="$ROOT/catalog/tools.json"

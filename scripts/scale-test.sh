@@ -12,32 +12,22 @@
 #                                 else postgres://postgres@127.0.0.1:5432/test)
 #   SCALE_WORKERS                 WORKERS of each server (default: the server's, one per core)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
 profile="${SCALE_PROFILE:-release}"
 instances="${SCALE_INSTANCES:-3}"
 admin="${SCALE_ADMIN_URL:-${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}}"
 
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/notes-service-target}"
-if [ "$profile" = release ]; then
-  cargo build --quiet --release -p server --bin server --locked
-else
-  cargo build --quiet -p server --bin server --locked
-fi
-BIN="$CARGO_TARGET_DIR/$profile/server"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CI_TARGET_DIR}"
+build_server "$profile" --locked
 
 work=$(mktemp -d)
 db="scale_$$"
-pids=()
-created=""
 
 cleanup() {
   local status=$?
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  if [ -n "$created" ]; then
-    psql -q "$admin" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" || true
-  fi
+  clean_up
   if [ "$status" -ne 0 ]; then
     for log in "$work"/server-*.log; do
       [ -s "$log" ] && { echo "--- last lines of $log"; tail -20 "$log"; }
@@ -47,9 +37,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-psql -q "$admin" -c "CREATE DATABASE $db"
-created=1
-export DATABASE_URL="${admin%/*}/$db"
+create_database "$admin" "$db"
+export DATABASE_URL="$DB_URL"
 export WEBHOOK_SECRET="whsec_scale_$$_$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 export RUST_LOG="${RUST_LOG:-warn}"
 if [ -n "${SCALE_WORKERS:-}" ]; then export WORKERS="$SCALE_WORKERS"; fi
@@ -58,27 +47,18 @@ started=$(date +%s%N)
 "$BIN" migrate
 
 # Free ports, all held at once so that no two are the same.
-read -r -a ports <<<"$(python3 - "$instances" <<'PY'
-import socket, sys
-socks = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
-)"
+read -r -a ports <<<"$(free_port "$instances")"
 
+# All instances start at once, then each is waited for.
 bases=()
+pids=()
 for i in "${!ports[@]}"; do
-  BIND="127.0.0.1:${ports[$i]}" "$BIN" serve >"$work/server-$i.log" 2>&1 &
-  pids+=($!)
-  bases+=("http://127.0.0.1:${ports[$i]}")
+  spawn_server "${ports[$i]}" "$work/server-$i.log" RUST_LOG="$RUST_LOG"
+  pids+=("$SERVER_PID")
+  bases+=("$BASE")
 done
 for i in "${!bases[@]}"; do
-  for _ in $(seq 1 200); do
-    curl -sf "${bases[$i]}/health" >/dev/null 2>&1 && continue 2
-    kill -0 "${pids[$i]}" 2>/dev/null || break
-    sleep 0.05
-  done
+  wait_up "${bases[$i]}/health" "${pids[$i]}" && continue
   echo "instance $i (${bases[$i]}) did not become healthy"
   exit 1
 done

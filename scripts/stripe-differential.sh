@@ -6,12 +6,12 @@
 # docs/webhooks.md. Installs stripe-python into a virtualenv under ~/.cache first.
 # STRIPE_VENV and STRIPE_VERSION override the defaults.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
 VENV="${STRIPE_VENV:-$HOME/.cache/stripe-differential-venv}"
 VERSION="${STRIPE_VERSION:-16.1.0}"
 if ! "$VENV/bin/python" -c "import stripe, sys; sys.exit(stripe.VERSION != '$VERSION')" 2>/dev/null; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check "stripe==$VERSION"
+  venv_install "$VENV" "stripe==$VERSION"
 fi
 exec "$VENV/bin/python" scripts/stripe_differential.py crates/webhook-verify/tests/vectors.json

@@ -255,11 +255,20 @@ async fn usage(app: &TestApp, auth: Option<&str>) -> Vec<(String, i64)> {
 }
 
 async fn unauthenticated_v1_calls_are_not_counted(backend: Backend) {
-    let app = TestApp::spawn_with(backend, |s| s.api_auth = ApiAuth::Tokens)
-        .await
-        .unwrap();
+    let key = "operator-key-of-the-request-limit-tests-0123";
+    let app = TestApp::spawn_with(backend, |s| {
+        s.api_auth = ApiAuth::Tokens;
+        s.api_keys = vec![server::Secret::new(key)];
+    })
+    .await
+    .unwrap();
     let user = json(
-        app.post_json("/users", &json!({"name": "ann"})).await,
+        app.request(Method::POST, "/users")
+            .header("x-api-key", key)
+            .json(&json!({"name": "ann"}))
+            .send()
+            .await
+            .unwrap(),
         StatusCode::CREATED,
     )
     .await["id"]
@@ -267,7 +276,7 @@ async fn unauthenticated_v1_calls_are_not_counted(backend: Backend) {
         .unwrap();
     let token = json(
         app.request(Method::POST, &format!("/users/{user}/tokens"))
-            .header("x-user-id", user.to_string())
+            .header("x-api-key", key)
             .json(&json!({"scope": "read"}))
             .send()
             .await

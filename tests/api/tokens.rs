@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
+use server::Secret;
 use server::middleware::token_auth::ApiAuth;
 
 use crate::helpers::{Backend, TestApp, json, problem};
@@ -22,19 +23,48 @@ api_tests!(
     bad_input_is_a_clear_4xx,
     revocation_is_seen_by_the_next_verify,
     token_routes_ignore_api_auth_when_off,
+    expiry_is_chosen_within_bounds,
+    rotation_replaces_a_token_in_one_step,
 );
 
-backend_tests!(api_auth_guards_the_other_areas, secrets_never_leak,);
+backend_tests!(
+    api_auth_guards_the_other_areas,
+    secrets_never_leak,
+    token_management_needs_the_operator_or_an_admin_token_of_that_user,
+    every_operation_outside_the_allow_list_needs_a_credential,
+    tokens_expire_and_show_their_last_use,
+);
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
+/// The operator credential of the tokens-mode apps (`API_KEYS`). The helpers below always send
+/// it: with `API_AUTH=off` nothing reads it, in tokens mode it is how users and their first
+/// tokens are made.
+pub const OPERATOR_KEY: &str = "operator-key-for-the-token-tests-0123456789";
+
+/// An app in tokens mode with the operator key configured.
+async fn tokens_mode(backend: Backend) -> TestApp {
+    TestApp::spawn_with(backend, |s| {
+        s.api_auth = ApiAuth::Tokens;
+        s.api_keys = vec![Secret::new(OPERATOR_KEY)];
+    })
+    .await
+    .unwrap()
+}
+
 async fn create_user(app: &TestApp, name: &str) -> i64 {
-    let res = app.post_json("/users", &json!({ "name": name })).await;
+    let res = app
+        .request(Method::POST, "/users")
+        .header("X-API-Key", OPERATOR_KEY)
+        .json(&json!({ "name": name }))
+        .send()
+        .await
+        .unwrap();
     json(res, StatusCode::CREATED).await["id"].as_i64().unwrap()
 }
 
-/// Sends a token-area request with an optional `X-User-Id`.
+/// Sends a token-area request with an optional `X-User-Id` (and the operator key).
 async fn call(
     app: &TestApp,
     method: Method,
@@ -42,7 +72,7 @@ async fn call(
     actor: Option<&str>,
     body: Option<&Value>,
 ) -> Response {
-    let mut req = app.request(method, path);
+    let mut req = app.request(method, path).header("X-API-Key", OPERATOR_KEY);
     if let Some(actor) = actor {
         req = req.header("X-User-Id", actor);
     }
@@ -188,7 +218,15 @@ async fn issue_returns_the_raw_token_once(app: TestApp) {
     keys.sort();
     assert_eq!(
         keys,
-        ["created_at", "id", "label", "scope", "token", "user_id"]
+        [
+            "created_at",
+            "expires_at",
+            "id",
+            "label",
+            "scope",
+            "token",
+            "user_id"
+        ]
     );
     assert_eq!(t["user_id"], user);
     assert_eq!(t["scope"], "read");
@@ -263,8 +301,10 @@ async fn list_is_newest_first_with_revoked_tokens(app: TestApp) {
             keys,
             [
                 "created_at",
+                "expires_at",
                 "id",
                 "label",
+                "last_used_at",
                 "revoked_at",
                 "scope",
                 "user_id"
@@ -818,9 +858,7 @@ async fn revocation_is_seen_by_the_next_verify(app: TestApp) {
 // API_AUTH=tokens
 
 async fn api_auth_guards_the_other_areas(backend: Backend) {
-    let app = TestApp::spawn_with(backend, |s| s.api_auth = ApiAuth::Tokens)
-        .await
-        .unwrap();
+    let app = tokens_mode(backend).await;
     let user = create_user(&app, "ann").await;
     let read = issue(&app, user, json!({"scope": "read"})).await;
     let write = issue(&app, user, json!({"scope": "write"})).await;
@@ -968,8 +1006,22 @@ async fn api_auth_guards_the_other_areas(backend: Backend) {
         verify(&app, admin["token"].as_str().unwrap()).await["valid"],
         true
     );
-    let res = app.post_json("/users", &json!({"name": "bob"})).await;
-    assert_eq!(res.status(), StatusCode::CREATED);
+    // Creating a user needs the operator key now; a bearer token does not do.
+    for auth in [None, Some(bearer(&admin))] {
+        let mut req = app
+            .request(Method::POST, "/users")
+            .json(&json!({"name": "bob"}));
+        if let Some(auth) = auth {
+            req = req.header("Authorization", auth);
+        }
+        let res = req.send().await.unwrap();
+        assert_eq!(
+            res.headers()["www-authenticate"],
+            "ApiKey header=\"X-API-Key\""
+        );
+        problem(res, StatusCode::UNAUTHORIZED, "unauthorized").await;
+    }
+    create_user(&app, "bob").await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1024,9 +1076,7 @@ fn storage_dump(app: &TestApp) -> String {
 
 async fn secrets_never_leak(backend: Backend) {
     let capture = crate::helpers::log_capture();
-    let app = TestApp::spawn_with(backend, |s| s.api_auth = ApiAuth::Tokens)
-        .await
-        .unwrap();
+    let app = tokens_mode(backend).await;
     let user = create_user(&app, "ann").await;
     let other = create_user(&app, "bob").await;
     let mut raws = Vec::new();
@@ -1146,4 +1196,343 @@ async fn secrets_never_leak(backend: Backend) {
         "the capturing logger saw no access log line"
     );
     assert!(leaked.is_empty(), "raw token in log lines: {leaked:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tokens mode: deny by default, and token management without a back door
+
+async fn token_management_needs_the_operator_or_an_admin_token_of_that_user(backend: Backend) {
+    let app = tokens_mode(backend).await;
+    let (ann, bob) = (
+        create_user(&app, "ann").await,
+        create_user(&app, "bob").await,
+    );
+    let send = |method: Method, path: String, auth: Option<String>, user: Option<i64>| {
+        let mut req = app.request(method, &path).json(&json!({"scope": "admin"}));
+        if let Some(auth) = auth {
+            req = req.header("Authorization", auth);
+        }
+        if let Some(user) = user {
+            req = req.header("X-User-Id", user.to_string());
+        }
+        req.send()
+    };
+    // X-User-Id alone grants nothing: no token is issued, listed or revoked.
+    for (method, path) in [
+        (Method::POST, format!("/users/{ann}/tokens")),
+        (Method::GET, format!("/users/{ann}/tokens")),
+        (Method::DELETE, format!("/users/{ann}/tokens/1")),
+    ] {
+        let res = send(method, path, None, Some(ann)).await.unwrap();
+        assert_eq!(res.headers()["www-authenticate"], "Bearer");
+        problem(res, StatusCode::UNAUTHORIZED, "unauthorized").await;
+    }
+    assert_eq!(list(&app, ann).await["total"], 0);
+    // The operator bootstraps (here without X-User-Id: it acts as the path user).
+    let admin = json(
+        app.request(Method::POST, &format!("/users/{ann}/tokens"))
+            .header("X-API-Key", OPERATOR_KEY)
+            .json(&json!({"scope": "admin"}))
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::CREATED,
+    )
+    .await;
+    let write = issue(&app, ann, json!({"scope": "write"})).await;
+    let bearer = |t: &Value| Some(format!("Bearer {}", t["token"].as_str().unwrap()));
+    // An admin token manages its own user's tokens, with or without X-User-Id.
+    for user in [None, Some(ann)] {
+        let res = send(
+            Method::POST,
+            format!("/users/{ann}/tokens"),
+            bearer(&admin),
+            user,
+        )
+        .await
+        .unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+    }
+    let res = send(
+        Method::GET,
+        format!("/users/{ann}/tokens"),
+        bearer(&admin),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(json(res, StatusCode::OK).await["total"], 4);
+    let extra = list(&app, ann).await["items"][0]["id"].as_i64().unwrap();
+    let res = send(
+        Method::DELETE,
+        format!("/users/{ann}/tokens/{extra}"),
+        bearer(&admin),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    // But not another user's, and X-User-Id cannot change whose tokens it acts on.
+    let res = send(
+        Method::POST,
+        format!("/users/{bob}/tokens"),
+        bearer(&admin),
+        Some(bob),
+    )
+    .await
+    .unwrap();
+    let p = problem(res, StatusCode::FORBIDDEN, "forbidden").await;
+    assert!(p["detail"].as_str().unwrap().contains("own user"), "{p}");
+    let res = send(
+        Method::POST,
+        format!("/users/{ann}/tokens"),
+        bearer(&admin),
+        Some(bob),
+    )
+    .await
+    .unwrap();
+    error(res, StatusCode::FORBIDDEN, "forbidden").await;
+    // A write token is not enough; the 403 names the scope that was missing.
+    let res = send(
+        Method::GET,
+        format!("/users/{ann}/tokens"),
+        bearer(&write),
+        None,
+    )
+    .await
+    .unwrap();
+    let p = problem(res, StatusCode::FORBIDDEN, "forbidden").await;
+    assert!(p["detail"].as_str().unwrap().contains("scope admin"), "{p}");
+    assert_eq!(
+        list(&app, bob).await["total"],
+        0,
+        "nothing was issued to bob"
+    );
+    // Verify stays public.
+    assert_eq!(
+        verify(&app, write["token"].as_str().unwrap()).await["valid"],
+        true
+    );
+}
+
+/// Walks the OpenAPI document: every operation outside the public allow-list answers 401
+/// without a credential, so a route added later is covered as soon as it is documented.
+async fn every_operation_outside_the_allow_list_needs_a_credential(backend: Backend) {
+    let app = tokens_mode(backend).await;
+    let doc = json(app.get("/openapi.json").await, StatusCode::OK).await;
+    let public = [
+        ("get", "/"),
+        ("get", "/health"),
+        ("get", "/problems/{slug}"),
+        ("get", "/examples/ping"),
+        ("post", "/webhook"),
+        ("post", "/tokens/verify"),
+        ("get", "/machine/health"),
+        ("get", "/examples/protected"),
+    ];
+    let mut checked = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, _) in item.as_object().unwrap() {
+            if public.contains(&(method.as_str(), path.as_str())) {
+                continue;
+            }
+            let concrete = path.replace("{slug}", "x").replace(['{', '}'], "");
+            let concrete = concrete
+                .split('/')
+                .map(|s| {
+                    if s.chars().any(|c| c.is_ascii_uppercase()) || s == "id" {
+                        "1"
+                    } else {
+                        s
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("/");
+            let res = app
+                .request(method.to_uppercase().parse().unwrap(), &concrete)
+                .header("content-type", "application/json")
+                .header("X-User-Id", "1")
+                .body("{}")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                res.status(),
+                StatusCode::UNAUTHORIZED,
+                "{method} {path} ({concrete})"
+            );
+            assert!(
+                res.headers().contains_key("www-authenticate"),
+                "{method} {path}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 40, "only {checked} operations walked");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tokens that end
+
+async fn expiry_is_chosen_within_bounds(app: TestApp) {
+    let user = create_user(&app, "ann").await;
+    let default = issue(&app, user, json!({})).await;
+    let day = issue(&app, user, json!({"expires_in_days": 1})).await;
+    let year = issue(&app, user, json!({"expires_in_days": 365})).await;
+    let created = default["created_at"].as_str().unwrap();
+    let expiry = |t: &Value| t["expires_at"].as_str().unwrap().to_owned();
+    assert!(is_rfc3339_utc(&expiry(&default)));
+    assert!(created < expiry(&day).as_str() && expiry(&day) < expiry(&default));
+    assert!(expiry(&default) < expiry(&year));
+    let at = expiry(&day);
+    let exact = issue(&app, user, json!({"expires_at": at})).await;
+    assert_eq!(expiry(&exact), at);
+    for (body, message) in [
+        (json!({"expires_in_days": 0}), "expires_in_days must be"),
+        (json!({"expires_in_days": 366}), "expires_in_days must be"),
+        (json!({"expires_in_days": "7"}), "expires_in_days must be"),
+        (json!({"expires_in_days": 1.5}), "expires_in_days must be"),
+        (
+            json!({"expires_at": "2000-01-01T00:00:00Z"}),
+            "expires_at must be",
+        ),
+        (
+            json!({"expires_at": "2999-01-01T00:00:00Z"}),
+            "expires_at must be",
+        ),
+        (json!({"expires_at": "tomorrow"}), "expires_at must be"),
+        (json!({"expires_in_days": 1, "expires_at": at}), "not both"),
+    ] {
+        let res = call(
+            &app,
+            Method::POST,
+            &format!("/users/{user}/tokens"),
+            Some(&user.to_string()),
+            Some(&body),
+        )
+        .await;
+        let got = json(res, StatusCode::UNPROCESSABLE_ENTITY).await;
+        assert!(
+            got["error"].as_str().unwrap().contains(message),
+            "{body}: {got}"
+        );
+    }
+    // The list shows when each token ends and that none has been used.
+    let listed = list(&app, user).await;
+    for t in listed["items"].as_array().unwrap() {
+        assert!(
+            t["expires_at"].is_string() && t["last_used_at"].is_null(),
+            "{t}"
+        );
+    }
+}
+
+async fn rotation_replaces_a_token_in_one_step(app: TestApp) {
+    let (ann, bob) = (
+        create_user(&app, "ann").await,
+        create_user(&app, "bob").await,
+    );
+    let old = issue(&app, ann, json!({"scope": "write", "label": "ci"})).await;
+    let old_id = old["id"].as_i64().unwrap();
+    let app = &app;
+    let send = |user: i64, id: i64, actor: i64| async move {
+        call(
+            app,
+            Method::POST,
+            &format!("/users/{user}/tokens/{id}/rotate"),
+            Some(&actor.to_string()),
+            None,
+        )
+        .await
+    };
+    let new = json(send(ann, old_id, ann).await, StatusCode::CREATED).await;
+    assert_ne!(new["id"], old["id"]);
+    assert_ne!(new["token"], old["token"]);
+    assert_eq!(
+        (&new["scope"], &new["label"]),
+        (&old["scope"], &old["label"])
+    );
+    assert_eq!(
+        verify(app, old["token"].as_str().unwrap()).await["valid"],
+        false
+    );
+    assert_eq!(
+        verify(app, new["token"].as_str().unwrap()).await["valid"],
+        true
+    );
+    let listed = list(app, ann).await;
+    let revoked = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == old["id"])
+        .unwrap()
+        .clone();
+    assert!(revoked["revoked_at"].is_string());
+    // Twice: the old one is revoked already. Another user's, or as another user: refused.
+    error(
+        send(ann, old_id, ann).await,
+        StatusCode::CONFLICT,
+        "token already revoked",
+    )
+    .await;
+    error(
+        send(bob, new["id"].as_i64().unwrap(), bob).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    error(
+        send(ann, new["id"].as_i64().unwrap(), bob).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    error(
+        send(ann, 999_999, ann).await,
+        StatusCode::NOT_FOUND,
+        "token not found",
+    )
+    .await;
+    assert_eq!(
+        list(app, ann).await["total"],
+        2,
+        "nothing issued by a refused rotation"
+    );
+}
+
+async fn tokens_expire_and_show_their_last_use(backend: Backend) {
+    let app = tokens_mode(backend).await;
+    let user = create_user(&app, "ann").await;
+    let t = issue(&app, user, json!({"scope": "read"})).await;
+    let raw = t["token"].as_str().unwrap().to_owned();
+    let bearer = format!("Bearer {raw}");
+    let get = || {
+        app.request(Method::GET, "/notes")
+            .header("Authorization", &bearer)
+            .send()
+    };
+    assert_eq!(get().await.unwrap().status(), StatusCode::OK);
+    let used = list(&app, user).await["items"][0]["last_used_at"].clone();
+    assert!(used.is_string(), "the use was recorded: {used}");
+    // Used again within the minute: not written again.
+    assert_eq!(get().await.unwrap().status(), StatusCode::OK);
+    assert_eq!(verify(&app, &raw).await["valid"], true);
+    assert_eq!(list(&app, user).await["items"][0]["last_used_at"], used);
+    // Past its expiry (set in the database, as time would): refused and invalid.
+    let id = t["id"].as_i64().unwrap();
+    crate::helpers::with_conn(&app.db, move |c| {
+        use diesel::RunQueryDsl;
+        diesel::sql_query(format!(
+            "UPDATE tokens SET expires_at = '2001-01-01T00:00:00Z' WHERE id = {id}"
+        ))
+        .execute(c)
+        .unwrap();
+    })
+    .await;
+    let res = get().await.unwrap();
+    assert_eq!(res.headers()["www-authenticate"], "Bearer");
+    problem(res, StatusCode::UNAUTHORIZED, "unauthorized").await;
+    let v = verify(&app, &raw).await;
+    assert_eq!((&v["valid"], &v["user_id"]), (&json!(false), &json!(user)));
 }

@@ -242,7 +242,8 @@ table!(Users = tokens::schema::users, key id: BigInt, serial Some("id"), {
 });
 table!(Tokens = tokens::schema::tokens, key id: BigInt, serial Some("id"), {
     id: i64, user_id: i64, token_hash: String, scope: String, label: String,
-    created_at: String, revoked_at: Option<String>,
+    created_at: String, revoked_at: Option<String>, expires_at: Option<String>,
+    last_used_at: Option<String>,
 });
 table!(Accounts = ledger::schema::accounts, key account_id: Text, serial None, {
     account_id: String, owner: String, balance_cents: i64, is_open: bool,

@@ -73,12 +73,25 @@ fn fill(c: &mut DbConnection) {
     };
     let ann = user(c, "ann");
     let bob = user(c, "bob");
-    let revoked = tokens::service::issue(c, ann, ann, br#"{"scope":"admin","label":"ci"}"#)
-        .unwrap()
-        .token
-        .id;
-    tokens::service::issue(c, ann, ann, b"{}").unwrap();
-    tokens::service::issue(c, bob, bob, br#"{"scope":"write"}"#).unwrap();
+    let revoked = tokens::service::issue(
+        c,
+        ann,
+        ann,
+        br#"{"scope":"admin","label":"ci"}"#,
+        tokens::Lifetime::default(),
+    )
+    .unwrap()
+    .token
+    .id;
+    tokens::service::issue(c, ann, ann, b"{}", tokens::Lifetime::default()).unwrap();
+    tokens::service::issue(
+        c,
+        bob,
+        bob,
+        br#"{"scope":"write"}"#,
+        tokens::Lifetime::default(),
+    )
+    .unwrap();
     tokens::service::revoke(c, ann, ann, Some(revoked)).unwrap();
 
     use ledger::{AppendEvent, Change, IdempotencyKey, OpenAccount};

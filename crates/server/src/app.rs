@@ -127,6 +127,7 @@ impl Application {
             example_auth: Data::new(routes::examples::ExampleAuth::from_settings(&settings)),
             cors_origins: settings.cors_origins.clone(),
             api_auth: Data::new(settings.api_auth),
+            token_lifetime: Data::new(settings.token_lifetime),
             doc,
         };
         // Behind trusted proxies every connection comes from a proxy: no per-address cap.
@@ -184,6 +185,7 @@ struct Shared {
     example_auth: Data<routes::examples::ExampleAuth>,
     cors_origins: Vec<String>,
     api_auth: Data<token_auth::ApiAuth>,
+    token_lifetime: Data<tokens::Lifetime>,
     doc: Arc<Value>,
 }
 
@@ -233,6 +235,7 @@ impl Shared {
             .app_data(self.problem_base)
             .app_data(self.route_table)
             .app_data(self.api_auth)
+            .app_data(self.token_lifetime)
             .app_data(BodyLimit(self.body_limit))
             .app_data(self.limits)
             .app_data(web::PathConfig::default().error_handler(problems::path_error));

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::error::{PROBLEM_CONTENT_TYPE, PROBLEM_SCHEMA, problem_schema};
 use crate::middleware::deprecation::is_v1;
 use crate::middleware::problems::RouteTable;
+use crate::middleware::token_auth::{Access, access};
 
 pub const SPEC_PATH: &str = "/openapi.json";
 
@@ -23,9 +24,16 @@ pub fn spec() -> Spec {
             description: Some(
                 "Errors are RFC 9457 problem documents (`application/problem+json`) except in \
                  the token area, whose bodies are `{\"error\": ...}`. Every response carries \
-                 `X-Request-Id`."
+                 `X-Request-Id`. `security` says what each operation needs when the service \
+                 runs with API_AUTH=tokens; with API_AUTH=off (the default) only the example \
+                 routes and the webhook check credentials."
                     .to_owned(),
             ),
+            license: Some(apistos::info::License {
+                name: "MIT OR Apache-2.0".to_owned(),
+                url: Some("https://spdx.org/licenses/MIT.html".to_owned()),
+                ..Default::default()
+            }),
             ..Default::default()
         },
         ..Default::default()
@@ -395,8 +403,99 @@ fn document_storage_faults(doc: &mut Value) {
     }
 }
 
+/// The scheme of area D's bearer tokens, the one `API_AUTH=tokens` asks for.
+pub const BEARER_SCHEME: &str = "bearer_token";
+/// The scheme of `API_KEYS` (the operator credential, and `/machine/health`'s).
+pub const API_KEY_SCHEME: &str = "api_key";
+
+/// Says on every operation what `API_AUTH=tokens` asks of it, from the guard's own rule
+/// ([`access`]), so the document cannot drift from what is enforced: public operations
+/// `security: []` (or the credential their handler checks), token management the operator key
+/// or a bearer token, everything else a bearer token.
+fn document_security(doc: &mut Value) {
+    for (path, method, op) in operations_mut(doc) {
+        let Ok(method) = method.to_uppercase().parse::<Method>() else {
+            continue;
+        };
+        let own = op.get("security").filter(|s| {
+            s.as_array().is_some_and(|a| {
+                a.iter()
+                    .any(|r| r.as_object().is_some_and(|r| !r.is_empty()))
+            })
+        });
+        let security = match (access(&method, &example_path(path)), own) {
+            (Access::Public, Some(own)) => own.clone(),
+            (Access::Public, None) => json!([]),
+            (Access::CreateUser, _) => json!([{API_KEY_SCHEME: []}]),
+            (Access::ManageTokens { .. }, _) => {
+                json!([{BEARER_SCHEME: []}, {API_KEY_SCHEME: []}])
+            }
+            (Access::Bearer, _) => json!([{BEARER_SCHEME: []}]),
+        };
+        if let Some(op) = op.as_object_mut() {
+            op.insert("security".to_owned(), security);
+        }
+    }
+    if let Some(schemes) = doc
+        .pointer_mut("/components/securitySchemes")
+        .and_then(Value::as_object_mut)
+    {
+        schemes.insert(
+            BEARER_SCHEME.to_owned(),
+            json!({
+                "type": "http",
+                "scheme": "bearer",
+                "description": "A raw token issued by POST /users/{userId}/tokens (area D). \
+                    Checked when the service runs with API_AUTH=tokens; with API_AUTH=off (the \
+                    default) no operation asks for it."
+            }),
+        );
+        schemes.sort_keys();
+    }
+    if let Some(doc) = doc.as_object_mut() {
+        doc.insert(
+            "servers".to_owned(),
+            json!([{"url": "/", "description": "This service (the host serving this document)."}]),
+        );
+    }
+}
+
+/// OpenAPI 3.0 has no `null` type: the generator writes an optional enum as
+/// `anyOf: [{$ref}, {nullable: true, enum: [null]}]`, whose second branch has `nullable`
+/// without a `type` (invalid: `nullable` qualifies a type). A branch that admits only `null`
+/// gets a type, which changes nothing it admits.
+fn type_null_branches(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let null_only = map.get("nullable") == Some(&Value::Bool(true))
+                && !map.contains_key("type")
+                && map.get("enum") == Some(&json!([null]));
+            if null_only {
+                map.insert("type".to_owned(), json!("string"));
+            }
+            map.values_mut().for_each(type_null_branches);
+        }
+        Value::Array(items) => items.iter_mut().for_each(type_null_branches),
+        _ => {}
+    }
+}
+
+/// A path template with every `{parameter}` filled in, as the guard sees a request.
+fn example_path(template: &str) -> String {
+    template
+        .split('/')
+        .map(|segment| match segment.starts_with('{') {
+            true => "1",
+            false => segment,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 fn complete(mut doc: Value) -> Value {
     crate::routes::tokens::document_refusals(&mut doc);
+    document_security(&mut doc);
+    type_null_branches(&mut doc);
     document_storage_faults(&mut doc);
     document_v1(&mut doc);
     if let Some(schemas) = doc

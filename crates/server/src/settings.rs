@@ -77,6 +77,9 @@ pub struct Settings {
     /// `API_AUTH`: `off` (default) or `tokens` (areas A, B, C and E require
     /// `Authorization: Bearer <token>` issued by area D).
     pub api_auth: crate::middleware::token_auth::ApiAuth,
+    /// `TOKEN_DEFAULT_DAYS` (90) and `TOKEN_MAX_DAYS` (365): how long an issued token lives
+    /// when its request names no expiry, and the longest it may name.
+    pub token_lifetime: tokens::Lifetime,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -134,6 +137,7 @@ impl Default for Settings {
             webhook_secret_previous: None,
             webhook_fixed_now: None,
             api_auth: crate::middleware::token_auth::ApiAuth::Off,
+            token_lifetime: tokens::Lifetime::default(),
         }
     }
 }
@@ -298,6 +302,30 @@ impl Settings {
                 crate::middleware::token_auth::ApiAuth::parse(v).ok_or("expected off or tokens")
             })?
             .unwrap_or_default(),
+            token_lifetime: {
+                let days = |variable, default| {
+                    parse(variable, get(variable), |v| {
+                        v.parse::<u32>()
+                            .ok()
+                            .filter(|n| (1..=3650).contains(n))
+                            .ok_or("expected whole days, 1 to 3650")
+                    })
+                    .map(|d| d.unwrap_or(default))
+                };
+                let defaults = tokens::Lifetime::default();
+                let max_days = days("TOKEN_MAX_DAYS", defaults.max_days)?;
+                let default_days = days("TOKEN_DEFAULT_DAYS", defaults.default_days.min(max_days))?;
+                if default_days > max_days {
+                    return Err(ConfigError {
+                        variable: "TOKEN_DEFAULT_DAYS",
+                        message: "must not be more than TOKEN_MAX_DAYS".to_owned(),
+                    });
+                }
+                tokens::Lifetime {
+                    default_days,
+                    max_days,
+                }
+            },
         })
     }
 }

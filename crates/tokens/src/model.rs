@@ -1,5 +1,6 @@
 use std::fmt;
 
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -11,6 +12,11 @@ pub const NAME_MAX: usize = 200;
 pub const LABEL_MAX: usize = 200;
 /// Random bytes in a raw token (256 bits; 64 hex characters).
 const TOKEN_BYTES: usize = 32;
+
+const EXPIRES_IN_DAYS: &str =
+    "expires_in_days must be a whole number of days from 1 to the longest token lifetime";
+const EXPIRES_AT: &str =
+    "expires_at must be an RFC 3339 time in the future, within the longest token lifetime";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct User {
@@ -56,7 +62,8 @@ impl fmt::Display for Scope {
     }
 }
 
-/// A stored token as the owner may see it: never the hash, never the raw value.
+/// A stored token as the owner may see it: never the hash, never the raw value. Times are
+/// RFC 3339 UTC text with second precision, so they compare as strings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Token {
     pub id: i64,
@@ -64,14 +71,72 @@ pub struct Token {
     pub scope: Scope,
     pub label: String,
     pub created_at: String,
-    /// `None` while the token is active.
+    /// `None` while the token is not revoked.
     pub revoked_at: Option<String>,
+    /// When the token stops working. `None` only for a row written by a release without
+    /// expiry during a rolling upgrade (the migration gave every older token one).
+    pub expires_at: Option<String>,
+    /// The last time it authenticated a request or verified valid, to the minute.
+    pub last_used_at: Option<String>,
 }
 
+/// How often `last_used_at` is written at most, per token: a busy token costs one write a
+/// minute, not one per request.
+pub const LAST_USED_RESOLUTION: Duration = Duration::minutes(1);
+
 impl Token {
-    pub fn is_active(&self) -> bool {
-        self.revoked_at.is_none()
+    pub fn is_revoked(&self) -> bool {
+        self.revoked_at.is_some()
     }
+
+    /// Not revoked and not expired at `now` (RFC 3339 UTC).
+    pub fn is_active_at(&self, now: &str) -> bool {
+        !self.is_revoked() && self.expires_at.as_deref().is_none_or(|end| end > now)
+    }
+
+    /// [`Token::needs_touch`] now.
+    pub fn needs_touch_now(&self) -> bool {
+        self.needs_touch(Utc::now())
+    }
+
+    /// Whether a use at `now` should be recorded: never recorded, or last recorded more than
+    /// [`LAST_USED_RESOLUTION`] before `now`.
+    pub fn needs_touch(&self, now: DateTime<Utc>) -> bool {
+        let since = rfc3339(now - LAST_USED_RESOLUTION);
+        self.last_used_at
+            .as_deref()
+            .is_none_or(|last| last < since.as_str())
+    }
+}
+
+/// RFC 3339, UTC, second precision: the form every token time is stored in.
+pub fn rfc3339(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// How long tokens live: the lifetime of a token whose issue request names none, and the
+/// longest one a request may name (`TOKEN_DEFAULT_DAYS`, `TOKEN_MAX_DAYS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lifetime {
+    pub default_days: u32,
+    pub max_days: u32,
+}
+
+impl Default for Lifetime {
+    fn default() -> Self {
+        Lifetime {
+            default_days: 90,
+            max_days: 365,
+        }
+    }
+}
+
+/// What an issue request asks about expiry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expiry {
+    Default,
+    InDays(i64),
+    At(DateTime<Utc>),
 }
 
 /// A raw token: 32 bytes from the operating system's CSPRNG as 64 lowercase hex characters.
@@ -191,6 +256,7 @@ impl NewUser {
 pub struct IssueRequest {
     pub(crate) scope: Scope,
     pub(crate) label: String,
+    expiry: Expiry,
 }
 
 impl IssueRequest {
@@ -212,7 +278,45 @@ impl IssueRequest {
         if label.contains('\0') {
             return Err(Error::Invalid("label must not contain NUL characters"));
         }
-        Ok(IssueRequest { scope, label })
+        let expiry = match (obj.get("expires_in_days"), obj.get("expires_at")) {
+            (None | Some(Value::Null), None | Some(Value::Null)) => Expiry::Default,
+            (Some(days), None | Some(Value::Null)) => match days.as_i64() {
+                Some(days) if days >= 1 => Expiry::InDays(days),
+                _ => return Err(Error::Invalid(EXPIRES_IN_DAYS)),
+            },
+            (None | Some(Value::Null), Some(at)) => {
+                match at.as_str().map(DateTime::parse_from_rfc3339) {
+                    Some(Ok(at)) => Expiry::At(at.with_timezone(&Utc)),
+                    _ => return Err(Error::Invalid(EXPIRES_AT)),
+                }
+            }
+            _ => {
+                return Err(Error::Invalid(
+                    "give expires_in_days or expires_at, not both",
+                ));
+            }
+        };
+        Ok(IssueRequest {
+            scope,
+            label,
+            expiry,
+        })
+    }
+
+    /// When the token expires, if issued at `now` under `lifetime`: the requested time, or the
+    /// default lifetime; refused past the longest lifetime or not in the future.
+    pub fn expires_at(&self, now: DateTime<Utc>, lifetime: Lifetime) -> Result<String, Error> {
+        let latest = now + Duration::days(i64::from(lifetime.max_days));
+        let at = match self.expiry {
+            Expiry::Default => now + Duration::days(i64::from(lifetime.default_days)),
+            Expiry::InDays(days) if days <= i64::from(lifetime.max_days) => {
+                now + Duration::days(days)
+            }
+            Expiry::InDays(_) => return Err(Error::Invalid(EXPIRES_IN_DAYS)),
+            Expiry::At(at) if at > now && at <= latest => at,
+            Expiry::At(_) => return Err(Error::Invalid(EXPIRES_AT)),
+        };
+        Ok(rfc3339(at))
     }
 
     pub fn scope(&self) -> Scope {

@@ -15,6 +15,8 @@ diesel::table! {
         label -> Text,
         created_at -> Text,
         revoked_at -> Nullable<Text>,
+        expires_at -> Nullable<Text>,
+        last_used_at -> Nullable<Text>,
     }
 }
 

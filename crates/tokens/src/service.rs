@@ -1,9 +1,13 @@
 //! The token use cases, each with its checks in the order the API promises.
 
+use chrono::{Duration, Utc};
 use storage::DbConnection;
 
 use crate::repo;
-use crate::{Error, IssueRequest, NewUser, RawToken, Token, User, Verification, VerifyRequest};
+use crate::{
+    Error, IssueRequest, Lifetime, NewUser, RawToken, Scope, Token, User, Verification,
+    VerifyRequest, rfc3339,
+};
 
 /// A freshly issued token and its raw value (shown once, never stored).
 #[derive(Debug)]
@@ -26,18 +30,73 @@ fn authorize(conn: &mut DbConnection, actor: i64, user_id: i64) -> Result<(), Er
 }
 
 /// Issues a token; the body is validated only after the ownership and user checks, so an
-/// unknown user is 404 whatever the body, and nothing is created on any failure.
+/// unknown user is 404 whatever the body, and nothing is created on any failure. It expires
+/// when the body says (within `lifetime.max_days`), else after `lifetime.default_days`.
 pub fn issue(
     conn: &mut DbConnection,
     actor: i64,
     user_id: i64,
     body: &[u8],
+    lifetime: Lifetime,
 ) -> Result<Issued, Error> {
     authorize(conn, actor, user_id)?;
     let request = IssueRequest::from_body(body)?;
+    let now = Utc::now();
+    let expires_at = request.expires_at(now, lifetime)?;
+    store(
+        conn,
+        user_id,
+        request.scope,
+        &request.label,
+        &rfc3339(now),
+        &expires_at,
+    )
+}
+
+fn store(
+    conn: &mut DbConnection,
+    user_id: i64,
+    scope: Scope,
+    label: &str,
+    now: &str,
+    expires_at: &str,
+) -> Result<Issued, Error> {
     let raw = RawToken::generate()?;
-    let token = repo::tokens::insert(conn, user_id, &raw.hash(), request.scope, &request.label)?;
+    let token = repo::tokens::insert(
+        conn,
+        &repo::tokens::NewToken {
+            user_id,
+            token_hash: &raw.hash(),
+            scope: scope.as_str(),
+            label,
+            created_at: now,
+            expires_at,
+        },
+    )?;
     Ok(Issued { token, raw })
+}
+
+/// Replaces one of the user's tokens: a new raw token with the same scope and label and a
+/// fresh default lifetime, and the old one revoked, both in the caller's transaction (so a
+/// failure leaves the old token as it was). Checks as for [`revoke`].
+pub fn rotate(
+    conn: &mut DbConnection,
+    actor: i64,
+    user_id: i64,
+    token_id: Option<i64>,
+    lifetime: Lifetime,
+) -> Result<Issued, Error> {
+    let old = revoke(conn, actor, user_id, token_id)?;
+    let now = Utc::now();
+    let expires_at = rfc3339(now + Duration::days(i64::from(lifetime.default_days)));
+    store(
+        conn,
+        user_id,
+        old.scope,
+        &old.label,
+        &rfc3339(now),
+        &expires_at,
+    )
 }
 
 pub fn list(conn: &mut DbConnection, actor: i64, user_id: i64) -> Result<Vec<Token>, Error> {
@@ -59,32 +118,54 @@ pub fn revoke(
     if token.user_id != user_id {
         return Err(Error::Forbidden);
     }
-    if !token.is_active() {
+    if token.is_revoked() {
         return Err(Error::AlreadyRevoked { id });
     }
     // The update only touches an active row, so of two concurrent revokes one wins.
     repo::tokens::revoke(conn, id)?.ok_or(Error::AlreadyRevoked { id })
 }
 
-/// One digest and one indexed lookup; no cache, so a revocation counts from the next call.
-pub fn verify(conn: &mut DbConnection, request: &VerifyRequest) -> Result<Verification, Error> {
+/// One digest and one indexed lookup; no cache, so a revocation or an expiry counts from the
+/// next call. Also returns the token when it is valid, so the caller can record its use.
+pub fn verify(
+    conn: &mut DbConnection,
+    request: &VerifyRequest,
+) -> Result<(Verification, Option<Token>), Error> {
     let found = repo::tokens::find_by_hash(conn, &crate::hash_token(&request.token))?;
+    let now = rfc3339(Utc::now());
     Ok(match found {
-        Some(token) => Verification {
-            valid: token.is_active(),
-            user_id: Some(token.user_id),
-            scope: Some(token.scope),
-        },
-        None => Verification {
-            valid: false,
-            user_id: None,
-            scope: None,
-        },
+        Some(token) => {
+            let valid = token.is_active_at(&now);
+            let verification = Verification {
+                valid,
+                user_id: Some(token.user_id),
+                scope: Some(token.scope),
+            };
+            (verification, valid.then_some(token))
+        }
+        None => (
+            Verification {
+                valid: false,
+                user_id: None,
+                scope: None,
+            },
+            None,
+        ),
     })
 }
 
-/// The active token behind a bearer value, for `API_AUTH=tokens`; `None` when unknown or
-/// revoked.
+/// The active token behind a bearer value, for `API_AUTH=tokens`; `None` when unknown, revoked
+/// or expired.
 pub fn authenticate(conn: &mut DbConnection, raw: &str) -> Result<Option<Token>, Error> {
-    Ok(repo::tokens::find_by_hash(conn, &crate::hash_token(raw))?.filter(Token::is_active))
+    let now = rfc3339(Utc::now());
+    Ok(repo::tokens::find_by_hash(conn, &crate::hash_token(raw))?
+        .filter(|token| token.is_active_at(&now)))
+}
+
+/// Records that `token` was used now, if [`Token::needs_touch`] says so: at most one write a
+/// minute per token. A write: run it on the write path, after the read that found the token.
+pub fn touch(conn: &mut DbConnection, token: &Token) -> Result<(), Error> {
+    let now = Utc::now();
+    let since = rfc3339(now - crate::LAST_USED_RESOLUTION);
+    repo::tokens::touch(conn, token.id, &rfc3339(now), &since)
 }

@@ -1,11 +1,17 @@
-//! Optional bearer-token guard (`API_AUTH=tokens`): the routes of areas A, B, C and E need
-//! `Authorization: Bearer <raw token from area D>`. Reads (GET, HEAD, OPTIONS) need any active
-//! token; writes need scope `write` or `admin`. Missing, unknown or revoked: 401 `unauthorized`
-//! with `WWW-Authenticate: Bearer`; too small a scope: 403 `forbidden`. Off by default.
+//! The bearer-token guard (`API_AUTH=tokens`; off by default). Deny by default: every route
+//! needs `Authorization: Bearer <raw token from area D>` unless [`access`] puts it on the
+//! public allow-list, so a route added later is protected until someone decides otherwise.
 //!
-//! The guard matches path prefixes, so routes added under them later are covered too. Each
-//! request costs one SHA-256 and one indexed lookup; there is no cache, so a revoked token is
-//! refused from the next request on.
+//! - Reads (GET, HEAD, OPTIONS) need any active token; writes need scope `write` or `admin`.
+//! - Token management (creating a user; issuing, listing, revoking and rotating a user's
+//!   tokens) needs the operator credential (a key of `API_KEYS` in `API_KEY_HEADER`), or an
+//!   `admin` token of that same user. `X-User-Id` alone grants nothing.
+//! - Missing, unknown, revoked or expired: 401 `unauthorized` with `WWW-Authenticate: Bearer`;
+//!   too small a scope or another user's tokens: 403 `forbidden`, naming what was missing.
+//!
+//! Each request costs one SHA-256 and one indexed lookup; there is no cache, so a revoked token
+//! is refused from the next request on. The guard records who passed ([`Authenticated`],
+//! [`Operator`]) for the layers and handlers inside it.
 
 use actix_web::HttpMessage;
 use actix_web::body::{BoxBody, MessageBody};
@@ -18,6 +24,7 @@ use problem_details::{Problem, Slug};
 
 use crate::db::Db;
 use crate::error::ApiError;
+use crate::routes::examples::ExampleAuth;
 
 /// The `API_AUTH` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -44,40 +51,81 @@ pub struct Authenticated {
     pub user_id: i64,
 }
 
-/// Path prefixes of areas A (notes, tags, comments), B, C (with its usage counts, which name
-/// callers) and E.
-pub const PROTECTED_PREFIXES: [&str; 7] = [
-    "/notes",
-    "/tags",
-    "/articles",
-    "/v1",
-    "/v2",
-    "/metrics",
-    "/accounts",
+/// The request carried the operator credential (a key of `API_KEYS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Operator;
+
+/// What a route needs in tokens mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Nothing: on the allow-list (its own credential, if any, is checked by its handler).
+    Public,
+    /// A bearer token; for a write, of scope `write` or `admin`.
+    Bearer,
+    /// Creating a user: the operator credential.
+    CreateUser,
+    /// A user's tokens: the operator credential, or an `admin` token of this user.
+    ManageTokens { user_id: i64 },
+}
+
+/// The public allow-list: (method, or `None` for any; path; `true` when everything below the
+/// path is public too). Each entry says why.
+const PUBLIC: [(Option<Method>, &str, bool); 10] = [
+    // The service's identity and its liveness and readiness.
+    (None, "/", false),
+    (None, "/health", false),
+    // What problem `type` URIs point to, and the API's description.
+    (None, "/problems", true),
+    (None, "/openapi.json", false),
+    (None, "/docs", true),
+    (Some(Method::GET), "/examples/ping", false),
+    // Its signature is the credential.
+    (Some(Method::POST), "/webhook", false),
+    // The raw token in the body is the credential being checked.
+    (Some(Method::POST), "/tokens/verify", false),
+    // An API key and a JWT, checked by their handlers.
+    (None, "/machine/health", false),
+    (None, "/examples/protected", false),
 ];
 
-/// True for a prefix itself and anything below it (`/notes`, `/notes/1/comments`; not
-/// `/notesx`).
-pub fn is_protected(path: &str) -> bool {
-    PROTECTED_PREFIXES.iter().any(|prefix| {
-        path.strip_prefix(prefix)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-    })
+/// What `method` on `path` needs in tokens mode; anything not listed needs a bearer token.
+pub fn access(method: &Method, path: &str) -> Access {
+    let public = PUBLIC.iter().any(|(m, p, below)| {
+        m.as_ref().is_none_or(|m| m == method)
+            && path.strip_prefix(p).is_some_and(|rest| {
+                rest.is_empty() || (*below && (rest.starts_with('/') || p.ends_with('/')))
+            })
+    });
+    if public {
+        return Access::Public;
+    }
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    match segments.as_slice() {
+        ["users"] => Access::CreateUser,
+        ["users", user, "tokens", ..] => Access::ManageTokens {
+            user_id: tokens::parse_path_id(user),
+        },
+        _ => Access::Bearer,
+    }
 }
 
 fn is_read(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-fn refuse(
-    req: ServiceRequest,
-    slug: Slug,
-    detail: &str,
-    challenge: &'static str,
-) -> ServiceResponse<BoxBody> {
-    let err = ApiError::new(Problem::new(slug, detail))
-        .with_header(WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+fn refuse(req: ServiceRequest, err: ApiError) -> ServiceResponse<BoxBody> {
     ServiceResponse::from_err(err, req.request().clone())
+}
+
+fn unauthorized(detail: &str) -> ApiError {
+    ApiError::unauthorized(detail, HeaderValue::from_static("Bearer"))
+}
+
+fn forbidden(detail: String) -> ApiError {
+    ApiError::new(Problem::new(Slug::Forbidden, detail)).with_header(
+        WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer error=\"insufficient_scope\""),
+    )
 }
 
 pub async fn guard(
@@ -87,54 +135,69 @@ pub async fn guard(
     let enabled = req
         .app_data::<Data<ApiAuth>>()
         .is_some_and(|a| *a.as_ref() == ApiAuth::Tokens);
-    // The decoded path actix routes on, so `/%6Eotes` cannot slip past the prefix check.
-    if !enabled || !is_protected(req.match_info().as_str()) {
+    let needs = access(req.method(), req.path());
+    if !enabled || needs == Access::Public {
         return Ok(next.call(req).await?.map_into_boxed_body());
+    }
+    let operator_auth = req.app_data::<Data<ExampleAuth>>().cloned();
+    let operator = matches!(needs, Access::CreateUser | Access::ManageTokens { .. })
+        && operator_auth
+            .as_ref()
+            .is_some_and(|auth| auth.check_api_key(req.request()).is_ok());
+    if operator {
+        req.extensions_mut().insert(Operator);
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    }
+    if needs == Access::CreateUser {
+        let challenge = operator_auth
+            .and_then(|auth| HeaderValue::from_str(auth.api_key_challenge()).ok())
+            .unwrap_or(HeaderValue::from_static("ApiKey"));
+        let detail =
+            "Creating a user needs the operator key (a key of API_KEYS, in API_KEY_HEADER).";
+        return Ok(refuse(req, ApiError::unauthorized(detail, challenge)));
     }
     let Some(raw) = crate::extract::bearer(req.headers()).map(str::to_owned) else {
         return Ok(refuse(
             req,
-            Slug::Unauthorized,
-            "This route requires a bearer token: Authorization: Bearer <token>.",
-            "Bearer",
+            unauthorized("This route requires a bearer token: Authorization: Bearer <token>."),
         ));
     };
     let Some(db) = req.app_data::<Data<Db>>().cloned() else {
         return Err(ApiError::internal("API_AUTH: no database handle").into());
     };
-    let token = match db
+    let Some(token) = db
         .read(move |c| tokens::service::authenticate(c, &raw))
-        .await
-    {
-        Ok(token) => token,
-        Err(err) => return Err(err.into()),
-    };
-    match token {
-        None => Ok(refuse(
+        .await?
+    else {
+        return Ok(refuse(
             req,
-            Slug::Unauthorized,
-            "The bearer token is unknown or revoked.",
-            "Bearer",
+            unauthorized("The bearer token is unknown, revoked or expired."),
+        ));
+    };
+    let refusal = match needs {
+        Access::ManageTokens { .. } if token.scope != tokens::Scope::Admin => Some(format!(
+            "Managing tokens needs a token with scope admin (or the operator key); this one has \
+             scope {}.",
+            token.scope
         )),
-        Some(t) if !is_read(req.method()) && !t.scope.allows_write() => {
-            let detail = format!(
-                "A token with scope {} cannot {} here; this needs scope write or admin.",
-                t.scope,
-                req.method()
-            );
-            Ok(refuse(
-                req,
-                Slug::Forbidden,
-                &detail,
-                "Bearer error=\"insufficient_scope\"",
-            ))
+        Access::ManageTokens { user_id } if user_id != token.user_id => {
+            Some("An admin token manages only its own user's tokens.".to_owned())
         }
-        Some(t) => {
-            req.extensions_mut()
-                .insert(Authenticated { user_id: t.user_id });
-            Ok(next.call(req).await?.map_into_boxed_body())
-        }
+        _ if !is_read(req.method()) && !token.scope.allows_write() => Some(format!(
+            "{} here needs a token with scope write or admin; this one has scope {}.",
+            req.method(),
+            token.scope
+        )),
+        _ => None,
+    };
+    if let Some(detail) = refusal {
+        return Ok(refuse(req, forbidden(detail)));
     }
+    req.extensions_mut().insert(Authenticated {
+        user_id: token.user_id,
+    });
+    crate::routes::tokens::record_use(&db, token).await;
+    Ok(next.call(req).await?.map_into_boxed_body())
 }
 
 #[cfg(test)]
@@ -142,34 +205,56 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prefixes() {
-        for p in [
-            "/notes",
-            "/notes/1",
-            "/tags",
-            "/articles/offset",
-            "/v1/notes",
-            "/v2",
-            "/accounts/a/events",
-            "/notes/1/comments",
-            "/metrics/v1-usage",
-        ] {
-            assert!(is_protected(p), "{p}");
+    fn deny_by_default_with_a_public_allow_list() {
+        let public = [
+            (Method::GET, "/"),
+            (Method::GET, "/health"),
+            (Method::GET, "/problems/not-found"),
+            (Method::GET, "/openapi.json"),
+            (Method::GET, "/docs"),
+            (Method::GET, "/docs/index.html"),
+            (Method::GET, "/examples/ping"),
+            (Method::POST, "/webhook"),
+            (Method::POST, "/tokens/verify"),
+            (Method::GET, "/machine/health"),
+            (Method::GET, "/examples/protected"),
+        ];
+        for (method, path) in public {
+            assert_eq!(access(&method, path), Access::Public, "{method} {path}");
         }
-        for p in [
-            "/",
-            "/health",
-            "/users/1/tokens",
-            "/tokens/verify",
-            "/notesx",
-            "/v3/notes",
-            "/docs",
-            "/openapi.json",
-            "/problems/not-found",
-            "/webhook",
+        for (method, path) in [
+            (Method::GET, "/notes"),
+            (Method::GET, "/examples/notes"),
+            (Method::POST, "/examples/tags"),
+            (Method::GET, "/webhook/events"),
+            (Method::GET, "/webhook"),
+            (Method::GET, "/tokens/verify"),
+            (Method::GET, "/healthz"),
+            (Method::GET, "/problemsx"),
+            (Method::GET, "/docsx"),
+            (Method::POST, "/examples/ping"),
+            (Method::GET, "/a/route/added/later"),
+            (Method::GET, "/metrics/v1-usage"),
         ] {
-            assert!(!is_protected(p), "{p}");
+            assert_eq!(access(&method, path), Access::Bearer, "{method} {path}");
         }
+    }
+
+    #[test]
+    fn token_management_names_its_user() {
+        assert_eq!(access(&Method::POST, "/users"), Access::CreateUser);
+        assert_eq!(
+            access(&Method::POST, "/users/7/tokens"),
+            Access::ManageTokens { user_id: 7 }
+        );
+        assert_eq!(
+            access(&Method::DELETE, "/users/7/tokens/3"),
+            Access::ManageTokens { user_id: 7 }
+        );
+        assert_eq!(
+            access(&Method::POST, "/users/x/tokens/3/rotate"),
+            Access::ManageTokens { user_id: 0 }
+        );
     }
 
     #[test]

@@ -4,15 +4,32 @@ use storage::DbConnection;
 use crate::schema::tokens;
 use crate::{Error, Scope, Token};
 
-type Row = (i64, i64, String, String, String, Option<String>);
+/// A token row as read: every column but the digest.
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = tokens)]
+struct TokenRow {
+    id: i64,
+    user_id: i64,
+    scope: String,
+    label: String,
+    created_at: String,
+    revoked_at: Option<String>,
+    expires_at: Option<String>,
+    last_used_at: Option<String>,
+}
+
+/// [`TokenRow`]'s columns in its field order, for `RETURNING`: diesel's `as_returning()` does
+/// not compile for the two-backend connection, a column tuple does.
 #[allow(clippy::type_complexity)]
-const COLUMNS: (
+const RETURNED: (
     tokens::id,
     tokens::user_id,
     tokens::scope,
     tokens::label,
     tokens::created_at,
     tokens::revoked_at,
+    tokens::expires_at,
+    tokens::last_used_at,
 ) = (
     tokens::id,
     tokens::user_id,
@@ -20,81 +37,104 @@ const COLUMNS: (
     tokens::label,
     tokens::created_at,
     tokens::revoked_at,
+    tokens::expires_at,
+    tokens::last_used_at,
 );
 
-fn to_token((id, user_id, scope, label, created_at, revoked_at): Row) -> Token {
-    Token {
-        id,
-        user_id,
-        // The CHECK constraint admits only the three names; the lowest scope is the safe
-        // reading of anything else.
-        scope: Scope::parse(&scope).unwrap_or(Scope::Read),
-        label,
-        created_at,
-        revoked_at,
+/// A new token as written.
+#[derive(Insertable)]
+#[diesel(table_name = tokens)]
+pub struct NewToken<'a> {
+    pub user_id: i64,
+    pub token_hash: &'a str,
+    pub scope: &'a str,
+    pub label: &'a str,
+    pub created_at: &'a str,
+    pub expires_at: &'a str,
+}
+
+impl From<TokenRow> for Token {
+    fn from(row: TokenRow) -> Token {
+        Token {
+            id: row.id,
+            user_id: row.user_id,
+            // The CHECK constraint admits only the three names; the lowest scope is the safe
+            // reading of anything else.
+            scope: Scope::parse(&row.scope).unwrap_or(Scope::Read),
+            label: row.label,
+            created_at: row.created_at,
+            revoked_at: row.revoked_at,
+            expires_at: row.expires_at,
+            last_used_at: row.last_used_at,
+        }
     }
 }
 
 /// Stores a new active token under its digest. A digest that exists already is a unique
 /// violation (`Error::Storage`); with 256 random bits it does not happen.
-pub fn insert(
-    conn: &mut DbConnection,
-    user_id: i64,
-    token_hash: &str,
-    scope: Scope,
-    label: &str,
-) -> Result<Token, Error> {
-    let row: Row = diesel::insert_into(tokens::table)
-        .values((
-            tokens::user_id.eq(user_id),
-            tokens::token_hash.eq(token_hash),
-            tokens::scope.eq(scope.as_str()),
-            tokens::label.eq(label),
-            tokens::created_at.eq(storage::timestamp::now_rfc3339()),
-        ))
-        .returning(COLUMNS)
+pub fn insert(conn: &mut DbConnection, new: &NewToken<'_>) -> Result<Token, Error> {
+    let row: TokenRow = diesel::insert_into(tokens::table)
+        .values(new)
+        .returning(RETURNED)
         .get_result(conn)?;
-    Ok(to_token(row))
+    Ok(row.into())
 }
 
 /// Every token of a user, newest first, revoked ones included.
 pub fn list_for_user(conn: &mut DbConnection, user_id: i64) -> Result<Vec<Token>, Error> {
-    let rows: Vec<Row> = tokens::table
+    let rows: Vec<TokenRow> = tokens::table
         .filter(tokens::user_id.eq(user_id))
-        .select(COLUMNS)
+        .select(TokenRow::as_select())
         .order(tokens::id.desc())
         .load(conn)?;
-    Ok(rows.into_iter().map(to_token).collect())
+    Ok(rows.into_iter().map(Token::from).collect())
 }
 
 pub fn find(conn: &mut DbConnection, id: i64) -> Result<Option<Token>, Error> {
     Ok(tokens::table
         .find(id)
-        .select(COLUMNS)
-        .first::<Row>(conn)
+        .select(TokenRow::as_select())
+        .first(conn)
         .optional()?
-        .map(to_token))
+        .map(Token::from))
 }
 
 /// The token stored under this digest (one indexed lookup), active or not.
 pub fn find_by_hash(conn: &mut DbConnection, token_hash: &str) -> Result<Option<Token>, Error> {
     Ok(tokens::table
         .filter(tokens::token_hash.eq(token_hash))
-        .select(COLUMNS)
-        .first::<Row>(conn)
+        .select(TokenRow::as_select())
+        .first(conn)
         .optional()?
-        .map(to_token))
+        .map(Token::from))
 }
 
-/// Sets `revoked_at` if the token is still active; returns the revoked token, or `None` when
+/// Sets `revoked_at` if the token is not revoked yet; returns the revoked token, or `None` when
 /// it was already revoked (or does not exist). The row is kept.
 pub fn revoke(conn: &mut DbConnection, id: i64) -> Result<Option<Token>, Error> {
     Ok(
         diesel::update(tokens::table.filter(tokens::id.eq(id).and(tokens::revoked_at.is_null())))
             .set(tokens::revoked_at.eq(storage::timestamp::now_rfc3339()))
-            .returning(COLUMNS)
-            .get_result::<Row>(conn)
+            .returning(RETURNED)
+            .get_result::<TokenRow>(conn)
             .optional()?
-            .map(to_token),
+            .map(Token::from),
     )
+}
+
+/// Records a use at `now` unless one at or after `since` is recorded already (so concurrent
+/// requests write it once).
+pub fn touch(conn: &mut DbConnection, id: i64, now: &str, since: &str) -> Result<(), Error> {
+    diesel::update(
+        tokens::table.filter(
+            tokens::id.eq(id).and(
+                tokens::last_used_at
+                    .is_null()
+                    .or(tokens::last_used_at.lt(since)),
+            ),
+        ),
+    )
+    .set(tokens::last_used_at.eq(now))
+    .execute(conn)?;
+    Ok(())
 }

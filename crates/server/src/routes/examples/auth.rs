@@ -54,7 +54,12 @@ impl ExampleAuth {
         }
     }
 
-    fn check_api_key(&self, req: &HttpRequest) -> Result<(), Error> {
+    /// `WWW-Authenticate` of a request that lacks the API key.
+    pub fn api_key_challenge(&self) -> &str {
+        &self.api_key_challenge
+    }
+
+    pub fn check_api_key(&self, req: &HttpRequest) -> Result<(), Error> {
         let presented = req.headers().get(&self.api_key_header);
         self.api_keys.verify(presented.map(HeaderValue::as_bytes))
     }

@@ -53,13 +53,19 @@ impl From<User> for UserDto {
     }
 }
 
-/// What to issue: `scope` defaults to `read`, `label` to `""` (at most 200 characters).
+/// What to issue: `scope` defaults to `read`, `label` to `""` (at most 200 characters). The
+/// token expires after `expires_in_days` or at `expires_at` (give at most one), else after
+/// TOKEN_DEFAULT_DAYS; never more than TOKEN_MAX_DAYS ahead.
 #[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
 pub struct IssueBody {
     pub scope: Option<ScopeDto>,
     #[schemars(length(max = 200), regex(pattern = r"^[^\u0000]*$"))]
     pub label: Option<String>,
+    #[schemars(range(min = 1))]
+    pub expires_in_days: Option<i64>,
+    /// RFC 3339, in the future.
+    pub expires_at: Option<String>,
 }
 
 /// A freshly issued token. `token` is the raw value (64 hex characters): shown only here,
@@ -73,6 +79,8 @@ pub struct IssuedTokenDto {
     pub scope: ScopeDto,
     pub label: String,
     pub created_at: String,
+    /// RFC 3339, UTC: from then on the token is refused.
+    pub expires_at: Option<String>,
 }
 
 impl From<service::Issued> for IssuedTokenDto {
@@ -84,6 +92,7 @@ impl From<service::Issued> for IssuedTokenDto {
             scope: i.token.scope.into(),
             label: i.token.label,
             created_at: i.token.created_at,
+            expires_at: i.token.expires_at,
         }
     }
 }
@@ -97,9 +106,16 @@ pub struct TokenDto {
     pub scope: ScopeDto,
     pub label: String,
     pub created_at: String,
-    /// RFC 3339, UTC; null while the token is active.
+    /// RFC 3339, UTC; null while the token is not revoked.
     #[schemars(extend("type" = "string", "nullable" = true))]
     pub revoked_at: Option<String>,
+    /// RFC 3339, UTC: from then on the token is refused.
+    #[schemars(extend("type" = "string", "nullable" = true))]
+    pub expires_at: Option<String>,
+    /// RFC 3339, UTC: its last use (authenticating a request, or verifying valid), recorded
+    /// at most once a minute; null if never used.
+    #[schemars(extend("type" = "string", "nullable" = true))]
+    pub last_used_at: Option<String>,
 }
 
 impl From<Token> for TokenDto {
@@ -111,6 +127,8 @@ impl From<Token> for TokenDto {
             label: t.label,
             created_at: t.created_at,
             revoked_at: t.revoked_at,
+            expires_at: t.expires_at,
+            last_used_at: t.last_used_at,
         }
     }
 }

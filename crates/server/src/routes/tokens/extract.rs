@@ -6,13 +6,14 @@ use std::marker::PhantomData;
 
 use actix_web::dev::Payload;
 use actix_web::web::Path;
-use actix_web::{FromRequest, HttpRequest};
+use actix_web::{FromRequest, HttpMessage, HttpRequest};
 use apistos::paths::{Parameter, RequestBody};
 use apistos::reference_or::ReferenceOr;
 use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
 
 use crate::error::ApiError;
 use crate::extract::{HeaderDoc, RawHeader};
+use crate::middleware::token_auth::{Authenticated, Operator};
 
 pub const USER_ID_HEADER: &str = "X-User-Id";
 
@@ -28,11 +29,63 @@ impl HeaderDoc for ActingUserDoc {
     }
 }
 
-/// The raw `X-User-Id` header; the domain decides what an acceptable value is (401 otherwise).
-pub type ActingUser = RawHeader<ActingUserDoc>;
+/// Who acts on a user's tokens. With `API_AUTH=off` the specification's rule: the raw
+/// `X-User-Id` header, which the domain checks (401 when missing or not an integer, 403 when it
+/// is not the path user). In tokens mode the guard has already decided: an `admin` token acts as
+/// its own user (an `X-User-Id` naming someone else is 403), and the operator acts as the user
+/// `X-User-Id` names, or as the path user when there is none.
+pub struct ActingUser {
+    header: RawHeader<ActingUserDoc>,
+    token_user: Option<i64>,
+    operator: bool,
+}
 
-pub fn actor_id(actor: &ActingUser) -> Result<i64, ApiError> {
-    Ok(tokens::parse_actor(actor.value())?)
+impl ActingUser {
+    /// The acting user's id, for a request on `path_user`'s tokens.
+    pub fn id(&self, path_user: i64) -> Result<i64, ApiError> {
+        let named = || tokens::parse_actor(self.header.value());
+        Ok(match (self.token_user, self.operator) {
+            (Some(user), _) => match self.header.value() {
+                Some(_) if named()? != user => return Err(tokens::Error::Forbidden.into()),
+                _ => user,
+            },
+            (None, true) if self.header.value().is_none() => path_user,
+            _ => named()?,
+        })
+    }
+}
+
+impl FromRequest for ActingUser {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let header = match RawHeader::<ActingUserDoc>::from_request(req, payload).into_inner() {
+            Ok(header) => header,
+            Err(err) => return ready(Err(err)),
+        };
+        let extensions = req.extensions();
+        ready(Ok(ActingUser {
+            header,
+            token_user: extensions.get::<Authenticated>().map(|a| a.user_id),
+            operator: extensions.get::<Operator>().is_some(),
+        }))
+    }
+}
+
+impl ApiComponent for ActingUser {
+    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
+        RawHeader::<ActingUserDoc>::child_schemas(v)
+    }
+    fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
+        RawHeader::<ActingUserDoc>::schema(v)
+    }
+    fn request_body(v: OpenApiVersion, description: Option<String>) -> Option<RequestBody> {
+        RawHeader::<ActingUserDoc>::request_body(v, description)
+    }
+    fn parameters(v: OpenApiVersion, description: Option<String>) -> Vec<Parameter> {
+        RawHeader::<ActingUserDoc>::parameters(v, description)
+    }
 }
 
 /// The raw path segments: `userId` (not numeric → 0, as the specification says) and, on

@@ -11,7 +11,7 @@ use actix_web::web::{Data, Json};
 use apistos::actix::{CreatedJson, NoContent};
 use apistos::api_operation;
 use apistos::web::{ServiceConfig, delete, get, post, resource};
-use tokens::service;
+use tokens::{Lifetime, service};
 
 use crate::db::Db;
 use crate::error::ApiError;
@@ -19,7 +19,7 @@ use crate::extract::RawJson;
 
 pub use docs::document_refusals;
 pub use dto::*;
-pub use extract::{ActingUser, ActingUserDoc, TokenPath, USER_ID_HEADER, actor_id};
+pub use extract::{ActingUser, ActingUserDoc, TokenPath, USER_ID_HEADER};
 
 /// Create a user
 #[api_operation(
@@ -40,9 +40,10 @@ pub async fn create_user(
 
 /// Issue a token
 ///
-/// The raw token is in `token` of this response only; just its SHA-256 digest is stored.
-/// Checks, in order: X-User-Id present (401), equal to userId (403), user exists (404), body
-/// valid (422).
+/// The raw token is in `token` of this response only; just its SHA-256 digest is stored. It
+/// expires after `expires_in_days`, at `expires_at`, or after TOKEN_DEFAULT_DAYS (90), and at
+/// most TOKEN_MAX_DAYS (365) ahead. Checks, in order: X-User-Id present (401), equal to userId
+/// (403), user exists (404), body valid (422).
 #[api_operation(
     operation_id = "issue_token",
     tag = "tokens",
@@ -55,13 +56,40 @@ pub async fn create_user(
 )]
 pub async fn issue(
     db: Data<Db>,
+    lifetime: Data<Lifetime>,
     actor: ActingUser,
     path: TokenPath<UserPathDoc>,
     body: RawJson<IssueBody, false>,
 ) -> Result<CreatedJson<IssuedTokenDto>, ApiError> {
-    let (actor, user_id) = (actor_id(&actor)?, path.user_id);
+    let (actor, user_id, lifetime) = (actor.id(path.user_id)?, path.user_id, **lifetime);
     let issued = db
-        .write(move |c| service::issue(c, actor, user_id, &body.bytes))
+        .write(move |c| service::issue(c, actor, user_id, &body.bytes, lifetime))
+        .await?;
+    Ok(CreatedJson(issued.into()))
+}
+
+/// Rotate a token
+///
+/// A new raw token with the same scope and label (and a fresh TOKEN_DEFAULT_DAYS lifetime),
+/// and the old one revoked, in one transaction. Checks as for revoke.
+#[api_operation(
+    operation_id = "rotate_token",
+    tag = "tokens",
+    error_code = 401,
+    error_code = 403,
+    error_code = 404,
+    error_code = 409
+)]
+pub async fn rotate(
+    db: Data<Db>,
+    lifetime: Data<Lifetime>,
+    actor: ActingUser,
+    path: TokenPath<TokenPathDoc>,
+) -> Result<CreatedJson<IssuedTokenDto>, ApiError> {
+    let (actor, user_id, token_id) = (actor.id(path.user_id)?, path.user_id, path.token_id);
+    let lifetime = **lifetime;
+    let issued = db
+        .write(move |c| service::rotate(c, actor, user_id, token_id, lifetime))
         .await?;
     Ok(CreatedJson(issued.into()))
 }
@@ -81,7 +109,7 @@ pub async fn list(
     actor: ActingUser,
     path: TokenPath<UserPathDoc>,
 ) -> Result<Json<TokenListDto>, ApiError> {
-    let (actor, user_id) = (actor_id(&actor)?, path.user_id);
+    let (actor, user_id) = (actor.id(path.user_id)?, path.user_id);
     let items = db.read(move |c| service::list(c, actor, user_id)).await?;
     let total = items.len() as i64;
     let items = items.into_iter().map(TokenDto::from).collect();
@@ -105,7 +133,7 @@ pub async fn revoke(
     actor: ActingUser,
     path: TokenPath<TokenPathDoc>,
 ) -> Result<NoContent, ApiError> {
-    let (actor, user_id, token_id) = (actor_id(&actor)?, path.user_id, path.token_id);
+    let (actor, user_id, token_id) = (actor.id(path.user_id)?, path.user_id, path.token_id);
     db.write(move |c| service::revoke(c, actor, user_id, token_id))
         .await?;
     Ok(NoContent)
@@ -126,8 +154,23 @@ pub async fn verify(
     body: RawJson<VerifyBody>,
 ) -> Result<Json<VerificationDto>, ApiError> {
     let request = tokens::VerifyRequest::from_body(&body.bytes)?;
-    let outcome = db.read(move |c| service::verify(c, &request)).await?;
+    let (outcome, used) = db.read(move |c| service::verify(c, &request)).await?;
+    if let Some(token) = used {
+        record_use(&db, token).await;
+    }
     Ok(Json(outcome.into()))
+}
+
+/// Records a valid token's use (`last_used_at`), at most once a minute per token. A failure
+/// is logged and does not fail the request it serves.
+pub async fn record_use(db: &Db, token: tokens::Token) {
+    if !token.needs_touch_now() {
+        return;
+    }
+    let id = token.id;
+    if let Err(err) = db.write(move |c| service::touch(c, &token)).await {
+        log::warn!("cannot record the use of token {id}: {err}");
+    }
 }
 
 pub fn configure(cfg: &mut ServiceConfig) {
@@ -138,5 +181,6 @@ pub fn configure(cfg: &mut ServiceConfig) {
                 .route(get().to(list)),
         )
         .service(resource("/users/{userId}/tokens/{tokenId}").route(delete().to(revoke)))
+        .service(resource("/users/{userId}/tokens/{tokenId}/rotate").route(post().to(rotate)))
         .service(resource("/tokens/verify").route(post().to(verify)));
 }
