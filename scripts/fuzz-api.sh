@@ -39,8 +39,25 @@ print(f"{head}.{body}.{b64(mac)}")
 PY
 )
 export FUZZ_API_KEY FUZZ_JWT
+# API_AUTH=tokens: the OpenAPI document's `security` is what this mode enforces, so
+# schemathesis checks the authentication of every operation against it.
 start_server "$(free_port)" "$work/server.log" \
-  DATABASE_URL="$database_url" API_KEYS="$FUZZ_API_KEY" JWT_SECRET="$jwt_secret"
+  DATABASE_URL="$database_url" API_KEYS="$FUZZ_API_KEY" JWT_SECRET="$jwt_secret" API_AUTH=tokens
+# The run's bearer token: an admin token, made with the operator key. Users and tokens made
+# first push its ids past the small values hypothesis likes to generate, so that a generated
+# revoke or rotate of /users/{id}/tokens/{id} does not end the run's own credential.
+operator=(-H "X-API-Key: $FUZZ_API_KEY" -H 'content-type: application/json')
+for _ in $(seq 1 6); do
+  curl -sf -X POST "${operator[@]}" -d '{"name":"filler"}' "$BASE/users" >/dev/null
+done
+uid=$(curl -sf -X POST "${operator[@]}" -d '{"name":"schemathesis"}' "$BASE/users" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+for _ in $(seq 1 10); do
+  curl -sf -X POST "${operator[@]}" -d '{}' "$BASE/users/$uid/tokens" >/dev/null
+done
+FUZZ_TOKEN=$(curl -sf -X POST "${operator[@]}" -d '{"scope":"admin","label":"schemathesis"}' \
+  "$BASE/users/$uid/tokens" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+export FUZZ_TOKEN
 
 status=0
 # One worker: with two, hypothesis' lambda-source introspection (Python's ast, not thread-safe)

@@ -432,8 +432,12 @@ fn document_security(doc: &mut Value) {
             }
             (Access::Bearer, _) => json!([{BEARER_SCHEME: []}]),
         };
+        let needs_token = security.as_array().is_some_and(|s| !s.is_empty());
         if let Some(op) = op.as_object_mut() {
             op.insert("security".to_owned(), security);
+        }
+        if needs_token {
+            document_refusals_of_the_guard(op);
         }
     }
     if let Some(schemes) = doc
@@ -477,6 +481,37 @@ fn type_null_branches(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(type_null_branches),
         _ => {}
+    }
+}
+
+/// The guard's 401 and 403 (problem documents) on an operation that asks for a credential:
+/// added where the operation documents neither, and beside area D's own `{"error"}` bodies
+/// where it documents those.
+fn document_refusals_of_the_guard(op: &mut Value) {
+    let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let problem = json!({"schema": {"$ref": format!("#/components/schemas/{PROBLEM_SCHEMA}")}});
+    for (code, description) in [
+        (
+            "401",
+            "With API_AUTH=tokens: the credential is missing, unknown, revoked or expired \
+             (unauthorized; WWW-Authenticate names the scheme).",
+        ),
+        (
+            "403",
+            "With API_AUTH=tokens: the credential does not allow this (forbidden; the detail \
+             names the scope that was missing).",
+        ),
+    ] {
+        let response = responses
+            .entry(code)
+            .or_insert_with(|| json!({"description": description, "content": {}}));
+        if let Some(content) = response.get_mut("content").and_then(Value::as_object_mut) {
+            content
+                .entry(PROBLEM_CONTENT_TYPE)
+                .or_insert_with(|| problem.clone());
+        }
     }
 }
 

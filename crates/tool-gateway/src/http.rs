@@ -11,6 +11,9 @@
 //!   `initialize` calls used to take the gateway from 9 MB to 261 MB.
 //! - An idle session ends after [`HttpLimits::idle_session`] (60 s by default, rmcp's is 5 min),
 //!   and a session that never finishes its `initialize` after 10 s.
+//! - With [`ClientTokens`], every request needs a bearer token that the notes service verifies
+//!   (`--client-auth tokens`); without it the gateway refuses to listen on a non-loopback
+//!   address (`main.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +44,9 @@ pub struct HttpLimits {
     pub allowed_origins: Vec<String>,
     pub max_sessions: usize,
     pub idle_session: Duration,
+    /// When set, every request must carry `Authorization: Bearer <token>` that this service's
+    /// `POST /tokens/verify` finds valid, before any tool is listed or called.
+    pub client_tokens: Option<ClientTokens>,
 }
 
 impl Default for HttpLimits {
@@ -49,8 +55,102 @@ impl Default for HttpLimits {
             allowed_origins: LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).collect(),
             max_sessions: 256,
             idle_session: Duration::from_secs(60),
+            client_tokens: None,
         }
     }
+}
+
+/// The gateway's own clients authenticate with area D tokens: each request's bearer value is
+/// checked by the notes service's `POST /tokens/verify` (no cache, so a revoked token is
+/// refused from the next request on). The MCP client's token is only checked, never forwarded
+/// to the API.
+#[derive(Debug, Clone)]
+pub struct ClientTokens {
+    verify_url: String,
+    client: reqwest::Client,
+}
+
+impl ClientTokens {
+    /// Verifies through `{base_url}/tokens/verify`.
+    pub fn new(base_url: &str) -> reqwest::Result<ClientTokens> {
+        Ok(ClientTokens {
+            verify_url: format!("{}/tokens/verify", base_url.trim_end_matches('/')),
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .timeout(crate::REQUEST_TIMEOUT)
+                .build()?,
+        })
+    }
+
+    async fn valid(&self, token: &str) -> Result<bool, reqwest::Error> {
+        let answer: serde_json::Value = self
+            .client
+            .post(&self.verify_url)
+            .json(&serde_json::json!({ "token": token }))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        Ok(answer["valid"] == serde_json::Value::Bool(true))
+    }
+
+    async fn check(&self, token: Option<String>) -> Result<(), Response> {
+        let Some(token) = token else {
+            return Err(refusal(
+                StatusCode::UNAUTHORIZED,
+                "a bearer token is required",
+            ));
+        };
+        match self.valid(&token).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(refusal(
+                StatusCode::UNAUTHORIZED,
+                "the bearer token is unknown, revoked or expired",
+            )),
+            Err(error) => {
+                log::warn!("cannot verify a client token: {error}");
+                Err(refusal(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the token service is unavailable; retry later",
+                ))
+            }
+        }
+    }
+}
+
+/// The credentials of `Authorization: Bearer <token>` (scheme name case-insensitive).
+fn bearer(req: &Request) -> Option<String> {
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, token)| scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty())
+        .map(|(_, token)| token.trim().to_owned())
+}
+
+/// A JSON-RPC error body with an HTTP status (and the challenge of a 401).
+fn refusal(status: StatusCode, message: &str) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32001, "message": message}
+    });
+    let mut res = (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body.to_string(),
+    )
+        .into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        res.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    res
 }
 
 /// The axum router: `POST /mcp` (and the streamable HTTP `GET`/`DELETE` on the same path).
@@ -67,12 +167,19 @@ pub fn router(gateway: Gateway, limits: &HttpLimits) -> axum::Router {
         .enforce_origin_validation();
     let service = StreamableHttpService::new(move || Ok(gateway.clone()), sessions.clone(), config);
     let max = limits.max_sessions;
+    let client_tokens = limits.client_tokens.clone();
     axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn(
             move |req: Request, next: Next| {
                 let sessions = sessions.clone();
+                let client_tokens = client_tokens.clone();
                 async move {
+                    if let Some(tokens) = &client_tokens
+                        && let Err(refused) = tokens.check(bearer(&req)).await
+                    {
+                        return refused;
+                    }
                     if opens_a_session(&req) && sessions.sessions.read().await.len() >= max {
                         return too_many_sessions();
                     }

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use anyhow::Context;
 use clap::Parser;
 use tool_catalog::{BaseUrl, Catalog, CatalogError};
-use tool_gateway::{BearerToken, Gateway, GatewayConfig, HttpLimits, TOKEN_ENV};
+use tool_gateway::{BearerToken, ClientTokens, Gateway, GatewayConfig, HttpLimits, TOKEN_ENV};
 
 /// MCP server exposing the API operations described by a tool catalog as tools.
 ///
@@ -51,6 +51,17 @@ struct Args {
     )]
     max_sessions: usize,
 
+    /// HTTP: how the gateway's own clients authenticate. `tokens`: every request needs
+    /// `Authorization: Bearer <token>` that the service's POST /tokens/verify finds valid.
+    /// `none` (default) is allowed on loopback addresses only.
+    #[arg(
+        long,
+        env = "MCP_CLIENT_AUTH",
+        value_name = "MODE",
+        default_value = "none"
+    )]
+    client_auth: ClientAuth,
+
     /// HTTP: seconds after which an idle session is closed.
     #[arg(
         long,
@@ -59,6 +70,13 @@ struct Args {
         default_value_t = 60
     )]
     session_idle_secs: u64,
+}
+
+/// `--client-auth`: how the HTTP transport's clients authenticate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ClientAuth {
+    None,
+    Tokens,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -94,6 +112,14 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(async move {
         match args.http {
             Some(addr) => {
+                let client_tokens = match args.client_auth {
+                    ClientAuth::Tokens => Some(ClientTokens::new(&args.base_url)?),
+                    ClientAuth::None if !addr.ip().is_loopback() => anyhow::bail!(
+                        "--http {addr}: a non-loopback address needs --client-auth tokens \
+                         (anyone who reaches it could call the tools)"
+                    ),
+                    ClientAuth::None => None,
+                };
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
                     .with_context(|| format!("--http: cannot listen on {addr}"))?;
@@ -105,6 +131,7 @@ fn main() -> anyhow::Result<()> {
                 let mut limits = HttpLimits {
                     max_sessions: args.max_sessions,
                     idle_session: std::time::Duration::from_secs(args.session_idle_secs),
+                    client_tokens,
                     ..HttpLimits::default()
                 };
                 if !args.allowed_origins.is_empty() {

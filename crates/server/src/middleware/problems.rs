@@ -70,6 +70,13 @@ fn is_plain_host(host: &str) -> bool {
 pub struct RouteTable(pub HashMap<String, Vec<Method>>);
 
 impl RouteTable {
+    /// Whether some route at `pattern` answers `method`.
+    pub fn serves(&self, pattern: &str, method: &Method) -> bool {
+        self.0
+            .get(pattern)
+            .is_some_and(|methods| methods.contains(method))
+    }
+
     pub fn allow(&self, pattern: &str) -> String {
         self.0
             .get(pattern)

@@ -24,6 +24,7 @@ use problem_details::{Problem, Slug};
 
 use crate::db::Db;
 use crate::error::ApiError;
+use crate::middleware::problems::RouteTable;
 use crate::routes::examples::ExampleAuth;
 
 /// The `API_AUTH` setting.
@@ -109,6 +110,18 @@ pub fn access(method: &Method, path: &str) -> Access {
     }
 }
 
+/// A method no route serves on a path the allow-list opens for another method (`TRACE
+/// /webhook`): the router's 405 with `Allow` is the honest answer, and it opens nothing.
+fn unserved_method_of_a_public_path(req: &ServiceRequest) -> bool {
+    let path = req.path();
+    PUBLIC
+        .iter()
+        .any(|(method, p, _)| method.is_some() && *p == path)
+        && req
+            .app_data::<Data<RouteTable>>()
+            .is_some_and(|table| !table.serves(path, req.method()))
+}
+
 fn is_read(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
@@ -135,7 +148,10 @@ pub async fn guard(
     let enabled = req
         .app_data::<Data<ApiAuth>>()
         .is_some_and(|a| *a.as_ref() == ApiAuth::Tokens);
-    let needs = access(req.method(), req.path());
+    let needs = match access(req.method(), req.path()) {
+        Access::Bearer if unserved_method_of_a_public_path(&req) => Access::Public,
+        needs => needs,
+    };
     if !enabled || needs == Access::Public {
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
