@@ -8,19 +8,8 @@ use std::sync::Arc;
 use ledger::service::{self, Append};
 use ledger::{AppendEvent, Appender, Change, Error, IdempotencyKey, OpenAccount, check};
 use serde_json::{Map, Value, json};
-use storage::testing::TestDatabase;
-use storage::{Backend, Database};
-
-fn on_each_backend(test: impl Fn(&TestDatabase, &mut storage::DbConnection)) {
-    let admin = std::env::var("TEST_POSTGRES_URL").ok();
-    for backend in [Backend::Sqlite, Backend::Postgres] {
-        let Some(db) = TestDatabase::create(backend, admin.as_deref()).unwrap() else {
-            continue;
-        };
-        let mut conn = db.migrated_connection().unwrap();
-        test(&db, &mut conn);
-    }
-}
+use storage::Database;
+use storage::testing::on_each_backend;
 
 fn open(c: &mut storage::DbConnection, id: &str) {
     service::open_account(c, &OpenAccount::new(id, "ann").unwrap(), None).unwrap();

@@ -5,18 +5,10 @@
 use notes::{CommentInput, Error, NoteInput, TagInput, repo};
 use pagination::Page;
 use serde_json::json;
-use storage::Backend;
-use storage::testing::TestDatabase;
 
+/// The shared runner, with the test database itself left out.
 fn on_each_backend(test: impl Fn(&mut storage::DbConnection)) {
-    let admin = std::env::var("TEST_POSTGRES_URL").ok();
-    for backend in [Backend::Sqlite, Backend::Postgres] {
-        let Some(db) = TestDatabase::create(backend, admin.as_deref()).unwrap() else {
-            continue;
-        };
-        let mut conn = db.migrated_connection().unwrap();
-        test(&mut conn);
-    }
+    storage::testing::on_each_backend(|_, conn| test(conn));
 }
 
 fn note(title: &str) -> NoteInput {

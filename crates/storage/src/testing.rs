@@ -66,6 +66,28 @@ impl TestDatabase {
     }
 }
 
+/// Runs `test` on a freshly migrated database of each backend: SQLite always, PostgreSQL when
+/// `TEST_POSTGRES_URL` names an admin connection. The one way the domain crates' repository
+/// tests reach both backends.
+///
+/// # Panics
+/// When a database cannot be made or migrated: the test cannot run.
+#[allow(clippy::expect_used)]
+pub fn on_each_backend(test: impl Fn(&TestDatabase, &mut DbConnection)) {
+    let admin = std::env::var("TEST_POSTGRES_URL").ok();
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let Some(db) =
+            TestDatabase::create(backend, admin.as_deref()).expect("a test database can be made")
+        else {
+            continue;
+        };
+        let mut conn = db
+            .migrated_connection()
+            .expect("the test database can be migrated");
+        test(&db, &mut conn);
+    }
+}
+
 fn unique_name() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
