@@ -1,0 +1,248 @@
+//! Appending events: one command, or a batch in one transaction (the group commit's unit).
+
+use std::borrow::Borrow;
+use std::collections::HashMap;
+
+use diesel::Connection;
+use storage::DbConnection;
+
+use crate::fold::{apply, decide};
+use crate::{
+    AccountState, AppendEvent, Error, Event, Fact, IdempotencyKey, is_valid_account_id, repo,
+};
+
+use super::Recorded;
+use super::retry::{TxError, finish, key_error, stored_replay, with_retries};
+
+/// Group commit for appends ([`storage::GroupCommit`] running [`append_batch`]): one per
+/// process, shared by every request. Appends to one account are serialized by its lock, so
+/// without it a hot account gets one disk flush per event.
+pub struct Appender(storage::GroupCommit<Append, Result<Recorded, Error>>);
+
+impl Appender {
+    pub fn new(store: storage::Store) -> Self {
+        Appender(storage::GroupCommit::new(
+            store,
+            |conn, jobs| append_batch(conn, &jobs),
+            |e| Err(Error::Store(e)),
+        ))
+    }
+
+    /// Appends `job` in the next shared transaction; resolves once it has committed (or the
+    /// command was refused).
+    pub async fn append(&self, job: Append) -> Result<Recorded, Error> {
+        self.0.submit(job).await
+    }
+
+    /// [`Appender::append`] for a plain thread.
+    pub fn append_blocking(&self, job: Append) -> Result<Recorded, Error> {
+        self.0.submit_blocking(job)
+    }
+}
+
+/// One command of a batch: append `command` to `account_id`, optionally under an idempotency
+/// key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Append {
+    pub account_id: String,
+    pub command: AppendEvent,
+    pub key: Option<IdempotencyKey>,
+}
+
+/// Appends one event to an account: [`append_batch`] with a batch of one.
+pub fn append(
+    conn: &mut DbConnection,
+    account_id: &str,
+    command: &AppendEvent,
+    key: Option<&IdempotencyKey>,
+) -> Result<Recorded, Error> {
+    let job = Append {
+        account_id: account_id.to_owned(),
+        command: command.clone(),
+        key: key.cloned(),
+    };
+    let mut outcomes = append_batch(conn, &[job]);
+    outcomes
+        .pop()
+        .unwrap_or_else(|| unreachable!("one outcome per command"))
+}
+
+/// Appends several commands in one transaction, in the order given; returns one outcome per
+/// command, in that order. Each command is checked against the state the commands before it
+/// left (so two withdrawals in one batch cannot both spend the same money), and one refused
+/// command (404, 409, 422) writes nothing and does not affect the others. Everything accepted
+/// commits together: one lock round, one multi-row event insert, one multi-row projection
+/// upsert, one commit — which is what lets many concurrent appends share one disk flush.
+///
+/// If the batch fails for a reason that is not contention (a storage error), each command is
+/// retried on its own so that one bad command cannot fail its neighbours.
+pub fn append_batch<A: Borrow<Append>>(
+    conn: &mut DbConnection,
+    batch: &[A],
+) -> Vec<Result<Recorded, Error>> {
+    match with_retries(|| conn.transaction(|c| attempt_batch(c, batch))) {
+        Ok(outcomes) => outcomes,
+        Err(TxError::Fail(Error::Busy { last })) => batch
+            .iter()
+            .map(|_| Err(Error::Busy { last: last.clone() }))
+            .collect(),
+        Err(e) if batch.len() == 1 => vec![finish(Err(e))],
+        Err(_) => batch
+            .iter()
+            .flat_map(|one| append_batch(conn, std::slice::from_ref(one)))
+            .collect(),
+    }
+}
+
+/// What a command of a batch comes to, before the batch's rows are written.
+enum Plan {
+    /// The `n`th new event of the batch.
+    New(usize),
+    /// Same key and request as the `n`th new event of this batch: the same answer.
+    ReplayNew(usize),
+    /// Same key and request as a stored event.
+    ReplayStored(Box<Event>),
+    Refused(Error),
+}
+
+fn attempt_batch<A: Borrow<Append>>(
+    c: &mut DbConnection,
+    batch: &[A],
+) -> Result<Vec<Result<Recorded, Error>>, TxError> {
+    let jobs: Vec<&Append> = batch.iter().map(Borrow::borrow).collect();
+    let mut ids: Vec<&str> = jobs
+        .iter()
+        .map(|j| j.account_id.as_str())
+        .filter(|id| is_valid_account_id(id))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut states = repo::lock_accounts(c, &ids)?;
+    let keys: Vec<&str> = jobs
+        .iter()
+        .filter_map(|j| j.key.as_ref().map(|k| k.key.as_str()))
+        .collect();
+    let stored_keys = repo::find_keys(c, &keys)?;
+    let now = storage::timestamp::now_sql();
+
+    let mut new_events: Vec<repo::NewEvent> = Vec::with_capacity(jobs.len());
+    let mut new_keys: Vec<repo::NewKey> = Vec::new();
+    let mut plans: Vec<Plan> = Vec::with_capacity(jobs.len());
+    for job in &jobs {
+        let plan = match states.get_mut(&job.account_id) {
+            None => Plan::Refused(Error::AccountNotFound {
+                id: job.account_id.clone(),
+            }),
+            Some(state) => plan_one(
+                c,
+                job,
+                state,
+                &stored_keys,
+                &mut new_keys,
+                &mut new_events,
+                &now,
+            )?,
+        };
+        plans.push(plan);
+    }
+
+    let stored = if new_events.is_empty() {
+        Vec::new()
+    } else {
+        repo::insert_events(c, &new_events, &now)?
+    };
+    let mut written: Vec<&str> = new_events.iter().map(|e| e.aggregate_id).collect();
+    written.sort_unstable();
+    written.dedup();
+    let folded: Vec<(&str, &AccountState)> = written.iter().map(|id| (*id, &states[*id])).collect();
+    repo::save_projections(c, &folded)?;
+    repo::insert_keys(c, &new_keys, &now).map_err(key_error)?;
+
+    Ok(plans
+        .into_iter()
+        .map(|plan| match plan {
+            Plan::New(n) => Ok(Recorded {
+                event: stored[n].clone(),
+                replayed: false,
+            }),
+            Plan::ReplayNew(n) => Ok(Recorded {
+                event: stored[n].clone(),
+                replayed: true,
+            }),
+            Plan::ReplayStored(event) => Ok(Recorded {
+                event: *event,
+                replayed: true,
+            }),
+            Plan::Refused(e) => Err(e),
+        })
+        .collect())
+}
+
+/// Checks one command of a batch against its account's `state` (already folded over the
+/// batch's earlier commands) and, when accepted, folds it in and queues its event and key.
+fn plan_one<'a>(
+    c: &mut DbConnection,
+    job: &'a Append,
+    state: &mut AccountState,
+    stored_keys: &HashMap<String, repo::KeyRecord>,
+    new_keys: &mut Vec<repo::NewKey<'a>>,
+    new_events: &mut Vec<repo::NewEvent<'a>>,
+    now: &str,
+) -> Result<Plan, TxError> {
+    if let Some(key) = &job.key {
+        if let Some(earlier) = new_keys.iter().find(|k| k.key == key.key) {
+            if earlier.fingerprint != key.fingerprint {
+                return Ok(Plan::Refused(Error::IdempotencyKeyReused));
+            }
+            let n = new_events
+                .iter()
+                .position(|e| {
+                    e.aggregate_id == earlier.aggregate_id && e.sequence == earlier.sequence
+                })
+                .unwrap_or_else(|| unreachable!("a batch key names one of the batch's events"));
+            return Ok(Plan::ReplayNew(n));
+        }
+        if let Some(record) = stored_keys.get(&key.key) {
+            return match stored_replay(c, key, record) {
+                Ok(event) => Ok(Plan::ReplayStored(Box::new(event))),
+                Err(Error::IdempotencyKeyReused) => Ok(Plan::Refused(Error::IdempotencyKeyReused)),
+                Err(e) => Err(e.into()),
+            };
+        }
+    }
+    if let Err(e) = decide(&job.account_id, state, &job.command) {
+        return Ok(Plan::Refused(e));
+    }
+    let sequence = state.last_sequence + 1;
+    *state = apply(
+        std::mem::take(state),
+        &Fact {
+            sequence,
+            occurred_at: now.to_owned(),
+            change: job.command.change.clone(),
+        },
+    );
+    new_events.push(repo::NewEvent {
+        aggregate_id: &job.account_id,
+        event_type: job.command.change.event_type(),
+        payload: &job.command.payload,
+        sequence,
+    });
+    if let Some(key) = &job.key {
+        new_keys.push(new_key(key, &job.account_id, sequence));
+    }
+    Ok(Plan::New(new_events.len() - 1))
+}
+
+pub(super) fn new_key<'a>(
+    key: &'a IdempotencyKey,
+    aggregate_id: &'a str,
+    sequence: i64,
+) -> repo::NewKey<'a> {
+    repo::NewKey {
+        key: &key.key,
+        fingerprint: &key.fingerprint,
+        aggregate_id,
+        sequence,
+    }
+}

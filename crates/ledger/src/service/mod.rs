@@ -1,0 +1,27 @@
+//! The use cases: each write runs in one transaction, retried when the database reports lock
+//! contention, so the event insert and the projection update happen both or neither and a
+//! client never sees a failure caused only by concurrency.
+//!
+//! By concern: [`retry`] (transactions retried on contention, idempotency replays), opening an
+//! account (`open`), appending events in group-committed batches (`append`), and the reads
+//! (`read`).
+
+mod append;
+mod open;
+mod read;
+mod retry;
+
+pub use append::{Append, Appender, append, append_batch};
+pub use open::open_account;
+pub use read::{EventsPage, get_account, list_accounts, list_events};
+pub use retry::{MAX_ATTEMPTS, is_transient};
+
+use crate::Event;
+
+/// The event a write produced, or (`replayed`) the event an earlier request with the same
+/// `Idempotency-Key` and body produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    pub event: Event,
+    pub replayed: bool,
+}

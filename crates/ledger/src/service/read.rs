@@ -1,0 +1,109 @@
+//! The reads: one account, the accounts, an account's events.
+
+use pagination::{Cursor, CursorPage, Page};
+use storage::DbConnection;
+
+use crate::{Account, Error, Event, is_valid_account_id, repo};
+
+/// The projection of one account (an id of the wrong form cannot exist: not found).
+pub fn get_account(conn: &mut DbConnection, account_id: &str) -> Result<Account, Error> {
+    let found = if is_valid_account_id(account_id) {
+        repo::get_account(conn, account_id)?
+    } else {
+        None
+    };
+    found.ok_or_else(|| Error::AccountNotFound {
+        id: account_id.to_owned(),
+    })
+}
+
+pub fn list_accounts(conn: &mut DbConnection, page: Page) -> Result<(Vec<Account>, i64), Error> {
+    repo::list_accounts(conn, page)
+}
+
+/// `after_sequence` (≥ 0, default 0) and `limit` (1 ..= 1,000, default 1,000) of an event list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventsPage {
+    pub after_sequence: i64,
+    pub limit: i64,
+}
+
+impl EventsPage {
+    pub fn parse(after_sequence: Option<&str>, limit: Option<&str>) -> Result<Self, Error> {
+        use problem_details::{FieldError, FieldErrorCode};
+        let mut errors = Vec::new();
+        let after = match pagination::parse_int("after_sequence", after_sequence) {
+            Ok(Some(a)) if a < 0 => {
+                errors.push(FieldError::new(
+                    "after_sequence",
+                    FieldErrorCode::OutOfRange,
+                    "after_sequence must be at least 0",
+                ));
+                0
+            }
+            Ok(a) => a.unwrap_or(0),
+            Err(e) => {
+                errors.push(e);
+                0
+            }
+        };
+        let max = crate::EVENTS_LIMIT_MAX;
+        let limit = match pagination::parse_int("limit", limit) {
+            Ok(Some(l)) if !(1..=max).contains(&l) => {
+                errors.push(FieldError::new(
+                    "limit",
+                    FieldErrorCode::OutOfRange,
+                    format!("limit must be between 1 and {max}"),
+                ));
+                max
+            }
+            Ok(l) => l.unwrap_or(max),
+            Err(e) => {
+                errors.push(e);
+                max
+            }
+        };
+        if errors.is_empty() {
+            Ok(EventsPage {
+                after_sequence: after,
+                limit,
+            })
+        } else {
+            Err(Error::Validation(errors))
+        }
+    }
+}
+
+impl Default for EventsPage {
+    fn default() -> Self {
+        EventsPage {
+            after_sequence: 0,
+            limit: crate::EVENTS_LIMIT_MAX,
+        }
+    }
+}
+
+/// One page of an account's events (sequence ascending, at most `limit` and about
+/// [`crate::model::EVENTS_PAGE_MAX_BYTES`]) and the count of all its events. An unknown account
+/// simply has none. `next_cursor` is the `after_sequence` of the next page.
+pub fn list_events(
+    conn: &mut DbConnection,
+    account_id: &str,
+    page: EventsPage,
+) -> Result<(CursorPage<Event>, i64), Error> {
+    let cursor = Cursor {
+        limit: page.limit,
+        after: Some(page.after_sequence),
+    };
+    if !is_valid_account_id(account_id) {
+        return Ok((CursorPage::from_rows(Vec::new(), cursor, |e| e.sequence), 0));
+    }
+    let rows = repo::events(conn, account_id, page.after_sequence, None, page.limit + 1)?;
+    let items = CursorPage::from_rows(rows, cursor, |e: &Event| e.sequence).within_bytes(
+        crate::model::EVENTS_PAGE_MAX_BYTES,
+        Event::encoded_len,
+        |e| e.sequence,
+    );
+    let total = repo::count_events(conn, account_id)?;
+    Ok((items, total))
+}

@@ -1,0 +1,132 @@
+//! Transactions retried while the database reports contention, and the answers of
+//! idempotency keys seen before.
+
+use std::time::Duration;
+
+use storage::DbConnection;
+
+use crate::{Error, Event, IdempotencyKey, repo};
+
+use super::Recorded;
+
+/// How many times a transaction is tried when the database reports contention. SQLite already
+/// waits up to `busy_timeout` (5 s) inside each attempt.
+pub const MAX_ATTEMPTS: u32 = 12;
+
+/// Why a transaction ended early.
+pub(super) enum TxError {
+    Fail(Error),
+    /// Another request with the same idempotency key committed first: retry, then replay.
+    KeyRace(diesel::result::Error),
+    /// The idempotency key was seen before with this very request: answer as then.
+    Replay(Box<Event>),
+}
+
+impl From<Error> for TxError {
+    fn from(e: Error) -> Self {
+        TxError::Fail(e)
+    }
+}
+
+impl From<diesel::result::Error> for TxError {
+    fn from(e: diesel::result::Error) -> Self {
+        TxError::Fail(Error::Storage(e))
+    }
+}
+
+/// Lock contention or a serialization failure: the transaction did nothing and may be retried.
+pub fn is_transient(e: &diesel::result::Error) -> bool {
+    use diesel::result::{DatabaseErrorKind as Kind, Error as E};
+    match e {
+        E::DatabaseError(Kind::SerializationFailure, _) => true,
+        E::DatabaseError(_, info) => {
+            let m = info.message().to_ascii_lowercase();
+            m.contains("database is locked")
+                || m.contains("database table is locked")
+                || m.contains("database is busy")
+                || m.contains("deadlock detected")
+                || m.contains("could not serialize")
+        }
+        E::RollbackErrorOnCommit { commit_error, .. } => is_transient(commit_error),
+        _ => false,
+    }
+}
+
+/// Runs `attempt` until it succeeds, fails for a reason other than contention, or
+/// [`MAX_ATTEMPTS`] is reached (then [`Error::Busy`], a 503). A `Replay` ends it too; the
+/// caller turns it into its answer.
+pub(super) fn with_retries<T>(
+    mut attempt: impl FnMut() -> Result<T, TxError>,
+) -> Result<T, TxError> {
+    let mut last = String::new();
+    for n in 0..MAX_ATTEMPTS {
+        match attempt() {
+            Err(TxError::Fail(Error::Storage(e))) if is_transient(&e) => last = e.to_string(),
+            Err(TxError::KeyRace(e)) => last = e.to_string(),
+            done => return done,
+        }
+        backoff(n);
+    }
+    Err(TxError::Fail(Error::Busy { last }))
+}
+
+/// Exponential backoff with jitter, 1 ms doubling up to 64 ms.
+pub(super) fn backoff(attempt: u32) {
+    use std::hash::{BuildHasher, Hasher};
+    let cap = 1u64 << attempt.min(6);
+    let jitter = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+        % (cap * 1000);
+    std::thread::sleep(Duration::from_micros(cap * 500 + jitter / 2));
+}
+
+pub(super) fn key_error(e: diesel::result::Error) -> TxError {
+    if storage::is_unique_violation(&e) {
+        TxError::KeyRace(e)
+    } else {
+        TxError::Fail(Error::Storage(e))
+    }
+}
+
+/// The event an idempotency key produced, when the key was used with this same request;
+/// `IdempotencyKeyReused` when it was used with another one.
+pub(super) fn earlier(
+    conn: &mut DbConnection,
+    key: &IdempotencyKey,
+) -> Result<Option<Event>, Error> {
+    match repo::find_key(conn, &key.key)? {
+        Some(record) => stored_replay(conn, key, &record).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The event `record` names, when `key` was recorded with this same request;
+/// `IdempotencyKeyReused` when it was recorded with another one.
+pub(super) fn stored_replay(
+    conn: &mut DbConnection,
+    key: &IdempotencyKey,
+    (fingerprint, aggregate_id, sequence): &repo::KeyRecord,
+) -> Result<Event, Error> {
+    if *fingerprint != key.fingerprint {
+        return Err(Error::IdempotencyKeyReused);
+    }
+    repo::get_event(conn, aggregate_id, *sequence)?.ok_or_else(|| Error::Corrupt {
+        aggregate_id: aggregate_id.clone(),
+        sequence: *sequence,
+        reason: "the event of an idempotency key is missing".into(),
+    })
+}
+
+/// The answer of a single-command write: a replay is the earlier event.
+pub(super) fn finish(outcome: Result<Recorded, TxError>) -> Result<Recorded, Error> {
+    match outcome {
+        Ok(r) => Ok(r),
+        Err(TxError::Replay(event)) => Ok(Recorded {
+            event: *event,
+            replayed: true,
+        }),
+        Err(TxError::Fail(e)) => Err(e),
+        Err(TxError::KeyRace(e)) => Err(Error::Storage(e)),
+    }
+}
