@@ -106,11 +106,16 @@ pub(super) fn earlier(
 pub(super) fn stored_replay(
     conn: &mut DbConnection,
     key: &IdempotencyKey,
-    (fingerprint, aggregate_id, sequence): &repo::KeyRecord,
+    record: &repo::KeyRecord,
 ) -> Result<Event, Error> {
-    if *fingerprint != key.fingerprint {
+    if record.fingerprint != key.fingerprint {
         return Err(Error::IdempotencyKeyReused);
     }
+    let repo::KeyRecord {
+        aggregate_id,
+        sequence,
+        ..
+    } = record;
     repo::get_event(conn, aggregate_id, *sequence)?.ok_or_else(|| Error::Corrupt {
         aggregate_id: aggregate_id.clone(),
         sequence: *sequence,
