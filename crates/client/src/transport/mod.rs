@@ -1,0 +1,301 @@
+//! [`Client`] and the request loop: credentials, timeouts, bounded retries of idempotent
+//! calls. How a client is configured is [`builder`]; how a reply is decoded, [`reply`].
+
+mod builder;
+mod reply;
+
+pub use builder::{ClientBuilder, DEFAULT_API_KEY_HEADER, MAX_RESPONSE_BYTES, RetryPolicy};
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::{self, HeaderMap};
+use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+
+use crate::error::ClientError;
+
+/// The typed client. Cheap to clone (one connection pool, shared).
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    base: String,
+    headers: HeaderMap,
+    retry: RetryPolicy,
+    expected_service: Option<String>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("base", &self.inner.base)
+            .field("retry", &self.inner.retry)
+            .field("expected_service", &self.inner.expected_service)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One logical call: the OpenAPI operation, method, path and body.
+pub(crate) struct Call {
+    pub op: &'static str,
+    pub method: Method,
+    pub path: String,
+    pub query: Vec<(&'static str, String)>,
+    pub body: Option<Vec<u8>>,
+    /// Statuses that are answers of this operation even though they look retryable.
+    pub answers: &'static [u16],
+}
+
+impl Call {
+    pub fn new(op: &'static str, method: Method, path: impl Into<String>) -> Self {
+        Call {
+            op,
+            method,
+            path: path.into(),
+            query: Vec::new(),
+            body: None,
+            answers: &[],
+        }
+    }
+
+    pub fn json(mut self, body: &impl serde::Serialize) -> Result<Self, ClientError> {
+        let bytes = serde_json::to_vec(body)
+            .map_err(|e| ClientError::Config(format!("{}: request body: {e}", self.op)))?;
+        self.body = Some(bytes);
+        Ok(self)
+    }
+
+    pub fn query(mut self, query: Vec<(&'static str, String)>) -> Self {
+        self.query = query;
+        self
+    }
+}
+
+/// A received response, body read in full.
+pub(crate) struct Reply {
+    pub op: &'static str,
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+enum Failure {
+    Send(reqwest::Error),
+    Body(String),
+}
+
+impl Client {
+    pub fn builder(base_url: impl Into<String>) -> ClientBuilder {
+        ClientBuilder::new(base_url)
+    }
+
+    pub(crate) fn expected_service(&self) -> Option<&str> {
+        self.inner.expected_service.as_deref()
+    }
+
+    /// Sends `call`, retrying as the [`RetryPolicy`] allows.
+    pub(crate) async fn execute(&self, call: &Call) -> Result<Reply, ClientError> {
+        let idempotent = matches!(call.method, Method::GET | Method::PUT | Method::DELETE);
+        let policy = self.inner.retry;
+        let attempts = if idempotent {
+            policy.max_attempts.max(1)
+        } else {
+            1
+        };
+        let mut attempt = 1;
+        loop {
+            let last = attempt >= attempts;
+            let delay = match self.send_once(call).await {
+                Err(Failure::Send(e))
+                    if !last && (e.is_connect() || e.is_timeout() || e.is_request()) =>
+                {
+                    policy.backoff(attempt)
+                }
+                Err(Failure::Send(source)) => {
+                    return Err(ClientError::Transport {
+                        operation: call.op,
+                        source,
+                    });
+                }
+                Err(Failure::Body(reason)) => return Err(ClientError::invalid(call.op, reason)),
+                Ok(reply) => {
+                    let status = reply.status.as_u16();
+                    let retryable = (status == 429 || reply.status.is_server_error())
+                        && !call.answers.contains(&status);
+                    if last || !retryable {
+                        return Ok(reply);
+                    }
+                    match retry_after(&reply.headers) {
+                        Some(wait) if wait > policy.max_backoff => return Ok(reply),
+                        Some(wait) => wait,
+                        None => policy.backoff(attempt),
+                    }
+                }
+            };
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    async fn send_once(&self, call: &Call) -> Result<Reply, Failure> {
+        let url = format!("{}{}", self.inner.base, call.path);
+        let mut req = self
+            .inner
+            .http
+            .request(call.method.clone(), url)
+            .headers(self.inner.headers.clone())
+            .header(header::ACCEPT, "application/json, application/problem+json");
+        if !call.query.is_empty() {
+            req = req.query(&call.query);
+        }
+        if let Some(body) = &call.body {
+            req = req
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
+        }
+        let mut res = req.send().await.map_err(Failure::Send)?;
+        let status = res.status();
+        let headers = std::mem::take(res.headers_mut());
+        let mut body = Vec::new();
+        loop {
+            match res.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                        return Err(Failure::Body(format!(
+                            "the body exceeds {MAX_RESPONSE_BYTES} bytes"
+                        )));
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) if e.is_timeout() => return Err(Failure::Send(e)),
+                Err(e) => {
+                    return Err(Failure::Body(format!(
+                        "the body ended early or could not be read ({e})"
+                    )));
+                }
+            }
+        }
+        Ok(Reply {
+            op: call.op,
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// Sends `call` and decodes a `expected`-status answer into `T`.
+    pub(crate) async fn fetch<T: DeserializeOwned>(
+        &self,
+        call: Call,
+        expected: StatusCode,
+    ) -> Result<(T, Reply), ClientError> {
+        let reply = self.execute(&call).await?;
+        reply.expect(expected)?;
+        Ok((reply.decode()?, reply))
+    }
+
+    /// Sends `call` and expects `expected` with an empty body (204).
+    pub(crate) async fn fetch_empty(
+        &self,
+        call: Call,
+        expected: StatusCode,
+    ) -> Result<(), ClientError> {
+        let reply = self.execute(&call).await?;
+        reply.expect(expected)?;
+        if reply.body.iter().all(u8::is_ascii_whitespace) {
+            Ok(())
+        } else {
+            Err(ClientError::invalid(reply.op, "expected an empty body"))
+        }
+    }
+}
+
+/// `Retry-After`: delay-seconds or an HTTP date.
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = crate::deprecation::parse_http_date(value)?;
+    Some(at.duration_since(SystemTime::now()).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use reqwest::header::HeaderValue;
+
+    use super::reply::decode_json;
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let p = RetryPolicy {
+            max_attempts: 5,
+            base_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(300),
+        };
+        assert_eq!(p.backoff(1), Duration::from_millis(100));
+        assert_eq!(p.backoff(2), Duration::from_millis(200));
+        assert_eq!(p.backoff(3), Duration::from_millis(300));
+        assert_eq!(p.backoff(40), Duration::from_millis(300));
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        let mut h = HeaderMap::new();
+        h.insert(header::RETRY_AFTER, HeaderValue::from_static("7"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
+        h.insert(
+            header::RETRY_AFTER,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+        h.insert(header::RETRY_AFTER, HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn decode_names_the_path() {
+        #[derive(Debug, Deserialize)]
+        struct T {
+            #[allow(dead_code)]
+            items: Vec<u8>,
+        }
+        let err = decode_json::<T>(br#"{"items": [1, "x"]}"#).unwrap_err();
+        assert!(err.contains("items[1]"), "{err}");
+        let err = decode_json::<T>(br#"{"items": [1"#).unwrap_err();
+        assert!(err.starts_with("the body is truncated"), "{err}");
+        let err = decode_json::<T>(br#"{"items": []} x"#).unwrap_err();
+        assert!(err.starts_with("trailing"), "{err}");
+    }
+
+    #[test]
+    fn debug_hides_credentials() {
+        let b = ClientBuilder::new("http://x")
+            .bearer_token("tok-123")
+            .api_key("key-456");
+        let text = format!("{b:?} {:?}", b.clone().build().unwrap());
+        assert!(
+            !text.contains("tok-123") && !text.contains("key-456"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn bad_base_urls_are_config_errors() {
+        for url in ["", "ftp://x", "not a url", "http://x/?q=1"] {
+            assert!(matches!(
+                ClientBuilder::new(url).build(),
+                Err(ClientError::Config(_))
+            ));
+        }
+    }
+}
