@@ -56,7 +56,7 @@ import traceback
 import urllib.parse
 from collections import Counter, defaultdict
 
-from harness import (Abort, PidFile, Scenario, Server, Skip, free_port, log_tail, md_table, now, psql,
+from harness import (Abort, BaseConfig, Scenario, Server, Skip, free_port, log_tail, md_table, now, psql,
                      scan_log, throwaway_pg_db)
 
 HTTP_TIMEOUT = 10.0  # a request without an answer for this long is a hang
@@ -1486,17 +1486,12 @@ SCENARIOS = [
 # Runner
 
 
-class Config:
+class Config(BaseConfig):
     def __init__(self, args):
-        self.bin = os.path.abspath(args.bin)
-        self.work = os.path.abspath(args.work)
-        self.run_id = args.run_id or os.getpid()
-        self.pg_admin = os.environ.get("FAULTS_PG_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+        super().__init__(args, "FAULTS")
         self.threads = int(os.environ.get("FAULTS_THREADS", "4"))
         self.kill_rounds = int(os.environ.get("FAULTS_KILL_ROUNDS", "3"))
         self.seed = os.environ.get("FAULTS_SEED", str(self.run_id))
-        self.rust_log = os.environ.get("FAULTS_RUST_LOG", "warn")
-        self.track = PidFile(os.path.join(self.work, "pids")).track
 
 
 def run_scenario(name, fn):

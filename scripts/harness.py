@@ -76,6 +76,19 @@ class Scenario:
         print(f"  {msg}", flush=True)
 
 
+class BaseConfig:
+    """What every harness takes from its command line and its PREFIX_* environment: the binary,
+    the work directory, the run id, the PostgreSQL admin URL and the server's log level."""
+
+    def __init__(self, args, prefix):
+        self.bin = os.path.abspath(args.bin)
+        self.work = os.path.abspath(args.work)
+        self.run_id = args.run_id or os.getpid()
+        self.pg_admin = os.environ.get(f"{prefix}_PG_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+        self.rust_log = os.environ.get(f"{prefix}_RUST_LOG", "warn")
+        self.track = PidFile(os.path.join(self.work, "pids")).track
+
+
 def free_port(host="127.0.0.1"):
     s = socket.socket()
     s.bind((host, 0))

@@ -81,7 +81,7 @@ import traceback
 import zlib
 from collections import Counter
 
-from harness import (Abort, PidFile, Scenario, Server, Skip, log_tail, md_table, now, pg_unreachable,
+from harness import (Abort, BaseConfig, Scenario, Server, Skip, log_tail, md_table, now, pg_unreachable,
                      psql, scan_log, throwaway_pg_db)
 
 MIB = 1 << 20
@@ -1142,19 +1142,14 @@ SCENARIOS = [
 # Runner
 
 
-class Config:
+class Config(BaseConfig):
     def __init__(self, args):
-        self.bin = os.path.abspath(args.bin)
-        self.work = os.path.abspath(args.work)
-        self.run_id = args.run_id or os.getpid()
-        self.pg_admin = os.environ.get("HOSTILE_PG_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-        self.rust_log = os.environ.get("HOSTILE_RUST_LOG", "warn")
+        super().__init__(args, "HOSTILE")
         backends = os.environ.get("HOSTILE_BACKENDS", "sqlite,postgres")
         self.backends = [b.strip() for b in backends.split(",") if b.strip()]
         self.guard_mib = int(os.environ.get("HOSTILE_RSS_GUARD_MIB", "1536"))
         self.flood = int(os.environ.get("HOSTILE_FLOOD", "5000"))
         self.clients = int(os.environ.get("HOSTILE_CLIENTS", "15000"))
-        self.track = PidFile(os.path.join(self.work, "pids")).track
         self.bombs = None
         self.pg_skip = None  # why PostgreSQL cannot be used (checked once)
 
