@@ -61,6 +61,7 @@ from harness import (Abort, BaseConfig, Scenario, Server, Skip, free_port, log_t
 
 HTTP_TIMEOUT = 10.0  # a request without an answer for this long is a hang
 RECOVERY_BOUND = 5.0  # writes must succeed again this soon after the fault is removed
+SIGTERM_RACE_S = 0.05  # sent this close to SIGTERM: may be unread when idle connections close
 OUTAGE_BOUND = 2.5  # PostgreSQL outage: every answer within this
 HANG_BOUND = 10.0
 
@@ -1039,7 +1040,13 @@ def sc_sigterm(ctx):
         ctx.fail("the server did not exit within 20 s of SIGTERM")
         srv.kill()
     inflight = [r for r in recs if r.t_sent is not None and r.t_sent < t_sig and r.t1 >= t_sig]
-    dropped = [r for r in inflight if r.err]
+    # A request written less than RACE_S before the signal may still sit unread in the socket
+    # buffer of an idle keep-alive connection, which graceful shutdown closes: the server never
+    # began it (and stored nothing), so it is counted as cut by the signal, not as dropped.
+    raced = [r for r in inflight if r.err and r.t_sent > t_sig - SIGTERM_RACE_S]
+    for r in raced:
+        r.excused = True
+    dropped = [r for r in inflight if r.err and r not in raced]
     later = [r for r in recs if r.t_sent is None or r.t_sent >= t_sig]
     for r in later:
         if r.err:
@@ -1048,6 +1055,8 @@ def sc_sigterm(ctx):
     ctx.check(not dropped, f"{len(dropped)} of {len(inflight)} requests in flight at SIGTERM got no answer: "
               f"{[f'{r.method} {r.path}: {r.outcome()}' for r in dropped[:5]]}")
     after = Counter(f"answered {r.status}" if r.status else r.err for r in later)
+    if raced:
+        ctx.note(f"{len(raced)} request(s) written within {SIGTERM_RACE_S * 1000:.0f} ms of SIGTERM were cut unread")
     ctx.note(f"SIGTERM after 2.0s: {len(inflight)} requests in flight, {len(inflight) - len(dropped)} answered "
              f"({Counter(r.status for r in inflight if r.status)}); sent afterwards: "
              f"{', '.join(f'{k} ×{n}' for k, n in after.items()) or 'none'}")

@@ -111,7 +111,7 @@ pub struct OpenAccountBody {
     /// 1 to 64 characters of `A-Z a-z 0-9 . _ -`.
     #[schemars(regex(pattern = ACCOUNT_ID_PATTERN))]
     pub account_id: String,
-    #[schemars(length(min = 1, max = 200), regex(pattern = TEXT_PATTERN))]
+    #[schemars(length(min = 1, max = ledger::OWNER_MAX), regex(pattern = TEXT_PATTERN))]
     pub owner: String,
 }
 
@@ -119,7 +119,7 @@ pub struct OpenAccountBody {
 #[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
 pub struct AmountPayload {
-    #[schemars(range(min = 1, max = 1_000_000_000_000i64))]
+    #[schemars(range(min = 1, max = ledger::AMOUNT_MAX))]
     pub amount_cents: i64,
 }
 
@@ -164,7 +164,7 @@ pub struct EventsQuery {
     #[schemars(range(min = 0))]
     pub after_sequence: Option<i64>,
     /// At most this many events (1 to 1,000, default 1,000).
-    #[schemars(range(min = 1, max = 1000))]
+    #[schemars(range(min = 1, max = ledger::EVENTS_LIMIT_MAX))]
     pub limit: Option<i64>,
 }
 

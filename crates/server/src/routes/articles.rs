@@ -48,11 +48,11 @@ impl From<Article> for ArticleDto {
 #[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
 pub struct ArticleBody {
-    #[schemars(length(min = 1, max = 500), regex(pattern = TEXT_PATTERN))]
+    #[schemars(length(min = 1, max = articles::ARTICLE_TITLE_MAX), regex(pattern = TEXT_PATTERN))]
     pub title: String,
-    #[schemars(length(min = 1, max = 200), regex(pattern = TEXT_PATTERN))]
+    #[schemars(length(min = 1, max = articles::ARTICLE_AUTHOR_MAX), regex(pattern = TEXT_PATTERN))]
     pub author: String,
-    #[schemars(length(min = 1, max = 100), regex(pattern = TEXT_PATTERN))]
+    #[schemars(length(min = 1, max = articles::ARTICLE_CATEGORY_MAX), regex(pattern = TEXT_PATTERN))]
     pub category: Option<String>,
 }
 

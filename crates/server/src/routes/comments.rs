@@ -38,7 +38,7 @@ impl From<Comment> for CommentDto {
 #[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
 pub struct CommentBody {
-    #[schemars(length(min = 1, max = 5000), regex(pattern = super::dto::TEXT_PATTERN))]
+    #[schemars(length(min = 1, max = notes::COMMENT_BODY_MAX), regex(pattern = super::dto::TEXT_PATTERN))]
     pub body: String,
 }
 

@@ -28,7 +28,7 @@ pub struct ClampedPageQuery {
 #[schemars(crate = "apistos")]
 pub struct PageQuery {
     /// Items per page, 1 to 100 (default 20).
-    #[schemars(range(min = 1, max = 100))]
+    #[schemars(range(min = 1, max = pagination::MAX_LIMIT))]
     pub limit: Option<i64>,
     /// Items to skip, at least 0 (default 0).
     #[schemars(range(min = 0))]

@@ -37,9 +37,9 @@ impl From<Note> for NoteDto {
 #[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
 pub struct NoteBody {
-    #[schemars(length(min = 1, max = 500), regex(pattern = super::dto::TEXT_PATTERN))]
+    #[schemars(length(min = 1, max = notes::NOTE_TITLE_MAX), regex(pattern = super::dto::TEXT_PATTERN))]
     pub title: String,
-    #[schemars(length(min = 1, max = 10000), regex(pattern = super::dto::TEXT_PATTERN))]
+    #[schemars(length(min = 1, max = notes::NOTE_BODY_MAX), regex(pattern = super::dto::TEXT_PATTERN))]
     pub body: String,
 }
 

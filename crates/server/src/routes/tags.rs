@@ -35,7 +35,7 @@ impl From<Tag> for TagDto {
 #[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
 pub struct TagBody {
-    #[schemars(length(min = 1, max = 200), regex(pattern = super::dto::TEXT_PATTERN))]
+    #[schemars(length(min = 1, max = notes::TAG_NAME_MAX), regex(pattern = super::dto::TEXT_PATTERN))]
     pub name: String,
 }
 

@@ -75,9 +75,9 @@ impl From<VersionedNote> for NoteV2 {
 #[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
 pub struct NoteV1Body {
-    #[schemars(length(min = 1, max = 500), regex(pattern = TEXT_PATTERN))]
+    #[schemars(length(min = 1, max = versioned_notes::NOTE_TITLE_MAX), regex(pattern = TEXT_PATTERN))]
     pub title: String,
-    #[schemars(length(max = 10000), regex(pattern = NO_NUL_PATTERN))]
+    #[schemars(length(max = versioned_notes::NOTE_BODY_MAX), regex(pattern = NO_NUL_PATTERN))]
     pub content: Option<String>,
 }
 
@@ -86,11 +86,14 @@ pub struct NoteV1Body {
 #[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
 pub struct NoteV2Body {
-    #[schemars(length(min = 1, max = 500), regex(pattern = TEXT_PATTERN))]
+    #[schemars(length(min = 1, max = versioned_notes::NOTE_TITLE_MAX), regex(pattern = TEXT_PATTERN))]
     pub title: String,
-    #[schemars(length(max = 10000), regex(pattern = NO_NUL_PATTERN))]
+    #[schemars(length(max = versioned_notes::NOTE_BODY_MAX), regex(pattern = NO_NUL_PATTERN))]
     pub body: Option<String>,
-    #[schemars(length(max = 100), inner(length(max = 100), regex(pattern = NO_NUL_PATTERN)))]
+    #[schemars(
+        length(max = versioned_notes::TAGS_MAX),
+        inner(length(max = versioned_notes::TAG_MAX), regex(pattern = NO_NUL_PATTERN))
+    )]
     pub tags: Option<Vec<String>>,
 }
 

@@ -30,7 +30,7 @@ impl From<Scope> for ScopeDto {
 #[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
 pub struct UserBody {
-    #[schemars(length(min = 1, max = 200), regex(pattern = crate::routes::dto::TEXT_PATTERN))]
+    #[schemars(length(min = 1, max = tokens::NAME_MAX), regex(pattern = crate::routes::dto::TEXT_PATTERN))]
     pub name: String,
 }
 
@@ -60,7 +60,7 @@ impl From<User> for UserDto {
 #[schemars(crate = "apistos")]
 pub struct IssueBody {
     pub scope: Option<ScopeDto>,
-    #[schemars(length(max = 200), regex(pattern = r"^[^\u0000]*$"))]
+    #[schemars(length(max = tokens::LABEL_MAX), regex(pattern = r"^[^\u0000]*$"))]
     pub label: Option<String>,
     #[schemars(range(min = 1))]
     pub expires_in_days: Option<i64>,
