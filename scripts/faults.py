@@ -35,7 +35,6 @@ FAULTS_SEED, FAULTS_RUST_LOG (warn), FAULTS_READONLY_SHM=immutable (readonly-sta
 makes the -wal/-shm immutable instead of removing them). Exit status 1 when a scenario FAILED.
 """
 
-import argparse
 import concurrent.futures as cf
 import glob
 import http.client
@@ -56,7 +55,7 @@ import traceback
 import urllib.parse
 from collections import Counter, defaultdict
 
-from harness import (Abort, BaseConfig, Scenario, Server, Skip, free_port, log_tail, md_table, now, psql,
+from harness import (Abort, BaseConfig, command_line, Scenario, Server, Skip, free_port, log_tail, md_table, now, psql,
                      scan_log, throwaway_pg_db)
 
 HTTP_TIMEOUT = 10.0  # a request without an answer for this long is a hang
@@ -1594,18 +1593,8 @@ def table(results, total):
 
 def main():
     global CFG
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--run-id", default="")
-    ap.add_argument("scenarios", nargs="*", help="names (default: all)")
-    args = ap.parse_args()
+    args = command_line(__doc__)  # a SIGTERM still runs every scenario's cleanup
     CFG = Config(args)
-
-    def terminated(signum, frame):
-        raise KeyboardInterrupt  # so that every scenario's cleanup runs (chattr -i, umount, ...)
-
-    signal.signal(signal.SIGTERM, terminated)
     os.chmod(CFG.work, 0o711)  # the postgres OS user must reach the private cluster's directory
     names = [n for n, _ in SCENARIOS]
     unknown = [s for s in args.scenarios if s not in names]

@@ -12,6 +12,7 @@ A scenario object handed to `Server` needs `dir`, `servers`, `metrics`, `fail(ms
 (with `bin`, `rust_log` and `track(pid, alive)`); `Scenario` has them all.
 """
 
+import argparse
 import http.client
 import os
 import re
@@ -74,6 +75,24 @@ class Scenario:
     def note(self, msg):
         self.notes_.append(msg)
         print(f"  {msg}", flush=True)
+
+
+def command_line(doc):
+    """The harnesses' shared command line: the server binary, the work directory, a run id and
+    the scenarios to run. A SIGTERM becomes a KeyboardInterrupt, so every scenario's cleanup
+    runs."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--run-id", default="")
+    ap.add_argument("scenarios", nargs="*", help="names (default: all)")
+    args = ap.parse_args()
+
+    def terminated(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminated)
+    return args
 
 
 class BaseConfig:

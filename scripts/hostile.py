@@ -59,7 +59,6 @@ HOSTILE_PG_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres), HOST
 addresses). Exit status 1 when a scenario FAILED.
 """
 
-import argparse
 import concurrent.futures as cf
 import hashlib
 import hmac
@@ -81,7 +80,7 @@ import traceback
 import zlib
 from collections import Counter
 
-from harness import (Abort, BaseConfig, Scenario, Server, Skip, log_tail, md_table, now, pg_unreachable,
+from harness import (Abort, BaseConfig, command_line, Scenario, Server, Skip, log_tail, md_table, now, pg_unreachable,
                      psql, scan_log, throwaway_pg_db)
 
 MIB = 1 << 20
@@ -1215,18 +1214,8 @@ def table(results, total):
 
 def main():
     global CFG
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--run-id", default="")
-    ap.add_argument("scenarios", nargs="*", help="names (default: all)")
-    args = ap.parse_args()
+    args = command_line(__doc__)  # a SIGTERM still runs every scenario's cleanup
     CFG = Config(args)
-
-    def terminated(signum, frame):
-        raise KeyboardInterrupt  # so that every scenario's cleanup runs
-
-    signal.signal(signal.SIGTERM, terminated)
     names = [n for n, _ in SCENARIOS]
     unknown = [s for s in args.scenarios if s not in names]
     bad_backends = [b for b in CFG.backends if b not in ("sqlite", "postgres")]
