@@ -7,7 +7,8 @@ pub const ARTICLE_TITLE_MAX: usize = 500;
 pub const ARTICLE_AUTHOR_MAX: usize = 200;
 pub const ARTICLE_CATEGORY_MAX: usize = 100;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Fields in table order: the repository selects `all_columns` into it.
+#[derive(Debug, Clone, PartialEq, Eq, diesel::Queryable)]
 pub struct Article {
     /// The ordering key of both list routes (descending).
     pub id: i64,
@@ -84,20 +85,11 @@ impl NewArticle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use problem_details::testing::field_codes as fields;
     use serde_json::json;
 
     fn input(v: Value) -> Result<ArticleInput, Error> {
         ArticleInput::from_json(v.as_object().unwrap())
-    }
-
-    fn fields(err: Error) -> Vec<(String, &'static str)> {
-        match err {
-            Error::Validation(errs) => errs
-                .into_iter()
-                .map(|e| (e.field, e.code.as_str()))
-                .collect(),
-            other => panic!("expected validation, got {other:?}"),
-        }
     }
 
     #[test]

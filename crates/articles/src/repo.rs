@@ -8,42 +8,17 @@ use storage::DbConnection;
 use crate::schema::articles;
 use crate::{Article, Error, NewArticle};
 
-type Row = (i64, String, String, Option<String>, String);
-const COLUMNS: (
-    articles::id,
-    articles::title,
-    articles::author,
-    articles::category,
-    articles::created_at,
-) = (
-    articles::id,
-    articles::title,
-    articles::author,
-    articles::category,
-    articles::created_at,
-);
-
-fn to_article((id, title, author, category, created_at): Row) -> Article {
-    Article {
-        id,
-        title,
-        author,
-        category,
-        created_at,
-    }
-}
-
 pub fn create(conn: &mut DbConnection, new: &NewArticle) -> Result<Article, Error> {
-    let row: Row = diesel::insert_into(articles::table)
+    let row: Article = diesel::insert_into(articles::table)
         .values((
             articles::title.eq(&new.title),
             articles::author.eq(&new.author),
             articles::category.eq(new.category.as_deref()),
             articles::created_at.eq(&new.created_at),
         ))
-        .returning(COLUMNS)
+        .returning(articles::all_columns)
         .get_result(conn)?;
-    Ok(to_article(row))
+    Ok(row)
 }
 
 /// Inserts `rows` with one multi-row `INSERT`; returns how many were inserted. Keep a batch
@@ -73,18 +48,14 @@ pub fn insert_batch(conn: &mut DbConnection, rows: &[NewArticle]) -> Result<usiz
 /// Offset paging: `ORDER BY id DESC LIMIT ? OFFSET ?` and `COUNT(*)` for `total`. Both grow
 /// with the table (the offset rows are read and skipped; the count visits every row).
 pub fn list_offset(conn: &mut DbConnection, page: Page) -> Result<OffsetPage<Article>, Error> {
-    let rows: Vec<Row> = articles::table
-        .select(COLUMNS)
+    let rows: Vec<Article> = articles::table
+        .select(articles::all_columns)
         .order(articles::id.desc())
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
     let total: i64 = articles::table.count().get_result(conn)?;
-    Ok(OffsetPage::new(
-        rows.into_iter().map(to_article).collect(),
-        page,
-        total,
-    ))
+    Ok(OffsetPage::new(rows, page, total))
 }
 
 /// Cursor paging: one range query on the primary key,
@@ -92,18 +63,14 @@ pub fn list_offset(conn: &mut DbConnection, page: Page) -> Result<OffsetPage<Art
 /// `OFFSET` and no `COUNT`: the cost is the same on the first page and the ten-thousandth.
 pub fn list_cursor(conn: &mut DbConnection, cursor: Cursor) -> Result<CursorPage<Article>, Error> {
     let first_page = articles::table
-        .select(COLUMNS)
+        .select(articles::all_columns)
         .order(articles::id.desc())
         .limit(cursor.fetch());
-    let rows: Vec<Row> = match cursor.after {
+    let rows: Vec<Article> = match cursor.after {
         Some(after) => first_page.filter(articles::id.lt(after)).load(conn)?,
         None => first_page.load(conn)?,
     };
-    Ok(CursorPage::from_rows(
-        rows.into_iter().map(to_article).collect(),
-        cursor,
-        |a| a.id,
-    ))
+    Ok(CursorPage::from_rows(rows, cursor, |a| a.id))
 }
 
 /// How many articles there are.

@@ -8,20 +8,23 @@ pub const NOTE_BODY_MAX: usize = 10_000;
 pub const TAG_NAME_MAX: usize = 200;
 pub const COMMENT_BODY_MAX: usize = 5_000;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Fields in table order: the repository selects `all_columns` into it.
+#[derive(Debug, Clone, PartialEq, Eq, diesel::Queryable)]
 pub struct Note {
     pub id: i64,
     pub title: String,
     pub body: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Fields in table order: the repository selects `all_columns` into it.
+#[derive(Debug, Clone, PartialEq, Eq, diesel::Queryable)]
 pub struct Tag {
     pub id: i64,
     pub name: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Fields in table order: the repository selects `all_columns` into it.
+#[derive(Debug, Clone, PartialEq, Eq, diesel::Queryable)]
 pub struct Comment {
     pub id: i64,
     pub note_id: i64,
@@ -99,21 +102,8 @@ impl CommentInput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use problem_details::testing::{field_codes as fields, object as obj};
     use serde_json::json;
-
-    fn obj(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().unwrap()
-    }
-
-    fn fields(err: Error) -> Vec<(String, &'static str)> {
-        match err {
-            Error::Validation(errs) => errs
-                .into_iter()
-                .map(|e| (e.field, e.code.as_str()))
-                .collect(),
-            other => panic!("expected validation, got {other:?}"),
-        }
-    }
 
     #[test]
     fn note_valid_and_kept_as_sent() {

@@ -82,11 +82,7 @@ impl<'a> Fields<'a> {
     pub fn text(&mut self, name: &str, max_chars: usize) -> Option<String> {
         match self.obj.get(name) {
             None | Some(Value::Null) => {
-                self.push(FieldError::new(
-                    name,
-                    FieldErrorCode::Required,
-                    format!("{name} is required"),
-                ));
+                self.missing(name);
                 None
             }
             Some(Value::String(s)) => self.check_text(name, s, max_chars, true),
@@ -139,11 +135,7 @@ impl<'a> Fields<'a> {
     pub fn integer(&mut self, name: &str, range: std::ops::RangeInclusive<i64>) -> Option<i64> {
         match self.obj.get(name) {
             None | Some(Value::Null) => {
-                self.push(FieldError::new(
-                    name,
-                    FieldErrorCode::Required,
-                    format!("{name} is required"),
-                ));
+                self.missing(name);
                 None
             }
             Some(Value::Number(n)) => match n.as_i64() {
@@ -179,6 +171,14 @@ impl<'a> Fields<'a> {
         } else {
             Err(self.errors)
         }
+    }
+
+    fn missing(&mut self, name: &str) {
+        self.push(FieldError::new(
+            name,
+            FieldErrorCode::Required,
+            format!("{name} is required"),
+        ));
     }
 
     fn type_error(&mut self, name: &str, expected: &str) {

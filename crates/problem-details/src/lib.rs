@@ -3,6 +3,7 @@
 mod fields;
 mod problem;
 mod slug;
+pub mod testing;
 
 pub use fields::{FieldError, FieldErrorCode, Fields, check_text};
 pub use problem::{Problem, ToProblem};

@@ -20,6 +20,46 @@ use crate::error::ApiError;
 use crate::middleware::limits::{is_deadline, is_json};
 use crate::middleware::problems::{BodyLimit, too_large};
 
+/// Documents an extractor in OpenAPI exactly as `$like`: for extractors that read the request
+/// themselves (to answer the spec's errors) but take the same parameters or body as `$like`.
+#[macro_export]
+macro_rules! document_as {
+    ($ty:ty => $like:ty $(, for $t:ident)?) => {
+        impl$(<$t: apistos::ApiComponent>)? apistos::ApiComponent for $ty {
+            fn required() -> bool {
+                <$like as apistos::ApiComponent>::required()
+            }
+            fn child_schemas(
+                v: apistos::OpenApiVersion,
+            ) -> Vec<(String, apistos::reference_or::ReferenceOr<apistos::ApistosSchema>)> {
+                <$like as apistos::ApiComponent>::child_schemas(v)
+            }
+            fn raw_schema(
+                v: apistos::OpenApiVersion,
+            ) -> Option<apistos::reference_or::ReferenceOr<apistos::ApistosSchema>> {
+                <$like as apistos::ApiComponent>::raw_schema(v)
+            }
+            fn schema(
+                v: apistos::OpenApiVersion,
+            ) -> Option<(String, apistos::reference_or::ReferenceOr<apistos::ApistosSchema>)> {
+                <$like as apistos::ApiComponent>::schema(v)
+            }
+            fn request_body(
+                v: apistos::OpenApiVersion,
+                description: Option<String>,
+            ) -> Option<apistos::paths::RequestBody> {
+                <$like as apistos::ApiComponent>::request_body(v, description)
+            }
+            fn parameters(
+                v: apistos::OpenApiVersion,
+                description: Option<String>,
+            ) -> Vec<apistos::paths::Parameter> {
+                <$like as apistos::ApiComponent>::parameters(v, description)
+            }
+        }
+    };
+}
+
 /// The body as a JSON object. `T` is the documented request schema only: the domain crate
 /// validates the members itself, so every invalid field is reported at once.
 pub struct JsonObject<T> {
@@ -114,20 +154,7 @@ impl<T: 'static> FromRequest for JsonObject<T> {
     }
 }
 
-impl<T: ApiComponent> ApiComponent for JsonObject<T> {
-    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        RawJson::<T>::child_schemas(v)
-    }
-    fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
-        RawJson::<T>::raw_schema(v)
-    }
-    fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        RawJson::<T>::schema(v)
-    }
-    fn request_body(v: OpenApiVersion, description: Option<String>) -> Option<RequestBody> {
-        RawJson::<T>::request_body(v, description)
-    }
-}
+crate::document_as!(JsonObject<T> => RawJson<T>, for T);
 
 /// The raw request body, within the size cap and with a JSON (or absent) content type; the
 /// domain crate parses it so the token checks come before body validation. `T` documents it;
@@ -212,26 +239,7 @@ fn url_pairs(query: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-impl<T: ApiComponent> ApiComponent for RawQuery<T> {
-    fn required() -> bool {
-        false
-    }
-    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        T::child_schemas(v)
-    }
-    fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
-        T::raw_schema(v)
-    }
-    fn schema(_: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        None
-    }
-    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
-        None
-    }
-    fn parameters(v: OpenApiVersion, description: Option<String>) -> Vec<Parameter> {
-        <web::Query<T> as ApiComponent>::parameters(v, description)
-    }
-}
+crate::document_as!(RawQuery<T> => web::Query<T>, for T);
 
 /// The credentials of `Authorization: Bearer <token>` (scheme name case-insensitive).
 pub fn bearer(headers: &actix_web::http::header::HeaderMap) -> Option<&str> {

@@ -18,7 +18,8 @@ const EXPIRES_IN_DAYS: &str =
 const EXPIRES_AT: &str =
     "expires_at must be an RFC 3339 time in the future, within the longest token lifetime";
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Fields in table order: the repository selects `all_columns` into it.
+#[derive(Debug, Clone, PartialEq, Eq, diesel::Queryable)]
 pub struct User {
     pub id: i64,
     pub name: String,

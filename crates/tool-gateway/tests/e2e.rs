@@ -102,12 +102,7 @@ async fn stdio_lifecycle_list_and_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_write_tools_with_the_token() {
     let server = ServerProcess::start().await;
-    let mut gw = StdioGateway::start(
-        &repo_file("catalog/tools.json"),
-        &server.base_url,
-        Some(TOKEN),
-    );
-    gw.initialize();
+    let mut gw = catalog_gateway(&server);
 
     let created = gw.request(
         "tools/call",
@@ -264,12 +259,7 @@ async fn invalid_catalogs_answer_json_rpc_errors_without_internals() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_tools_never_send_the_token_even_to_protected_routes() {
     let server = ServerProcess::start_with(&[("API_AUTH", "tokens")]).await;
-    let mut gw = StdioGateway::start(
-        &repo_file("catalog/tools.json"),
-        &server.base_url,
-        Some(TOKEN),
-    );
-    gw.initialize();
+    let mut gw = catalog_gateway(&server);
     let listed = gw.request("tools/call", call("list_notes", json!({})));
     assert_eq!(listed["result"]["isError"], true, "{listed}");
     let s = structured(&listed);
@@ -296,12 +286,7 @@ async fn read_tools_never_send_the_token_even_to_protected_routes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_of_every_area_reach_their_routes() {
     let server = ServerProcess::start().await;
-    let mut gw = StdioGateway::start(
-        &repo_file("catalog/tools.json"),
-        &server.base_url,
-        Some(TOKEN),
-    );
-    gw.initialize();
+    let mut gw = catalog_gateway(&server);
     let mut status = |name: &str, args: Value| {
         let response = gw.request("tools/call", call(name, args));
         let s = structured(&response).clone();
@@ -344,4 +329,15 @@ async fn tools_of_every_area_reach_their_routes() {
     let (code, verified) = status("verify_token", json!({"token": "not-a-token"}));
     assert!(code < 500, "{code}");
     assert_eq!(verified["valid"], false);
+}
+
+/// The gateway over the repository's catalog, with the write token, initialized.
+fn catalog_gateway(server: &ServerProcess) -> StdioGateway {
+    let mut gw = StdioGateway::start(
+        &repo_file("catalog/tools.json"),
+        &server.base_url,
+        Some(TOKEN),
+    );
+    gw.initialize();
+    gw
 }

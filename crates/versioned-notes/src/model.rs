@@ -86,8 +86,9 @@ impl NoteInput {
     }
 }
 
-/// How often one caller used V1.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How often one caller used V1. Fields in table order: the repository selects `all_columns`
+/// into it.
+#[derive(Debug, Clone, PartialEq, Eq, diesel::Queryable)]
 pub struct CallerUsage {
     /// `user:<X-User-Id>` or `ip:<client address>`.
     pub caller: String,
@@ -99,21 +100,8 @@ pub struct CallerUsage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use problem_details::testing::{field_codes as fields, object as obj};
     use serde_json::json;
-
-    fn obj(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().unwrap()
-    }
-
-    fn fields(err: Error) -> Vec<(String, &'static str)> {
-        match err {
-            Error::Validation(errs) => errs
-                .into_iter()
-                .map(|e| (e.field, e.code.as_str()))
-                .collect(),
-            other => panic!("expected validation, got {other:?}"),
-        }
-    }
 
     #[test]
     fn v1_takes_content_and_no_tags() {

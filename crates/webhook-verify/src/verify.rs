@@ -23,6 +23,9 @@ pub struct Verifier {
 pub struct Verified {
     /// The header's `t`, in unix seconds.
     pub timestamp: i64,
+    /// The header's `t` digits exactly as sent (what the signed string starts with; leading
+    /// zeros are kept).
+    pub timestamp_text: String,
     /// The header's `v1`, as received (lowercase hex). With the timestamp and the body it
     /// identifies an exact replay.
     pub signature: String,
@@ -93,6 +96,7 @@ impl Verifier {
         };
         Ok(Verified {
             timestamp,
+            timestamp_text: parsed.timestamp().to_owned(),
             signature: parsed.v1().to_owned(),
             secret,
         })
@@ -164,6 +168,7 @@ mod tests {
         let h = header(b"current-secret", NOW, BODY);
         let v = verifier().verify(Some(&h), BODY, NOW).unwrap();
         assert_eq!(v.timestamp, NOW);
+        assert_eq!(v.timestamp_text, NOW.to_string());
         assert_eq!(v.signature, sign(b"current-secret", NOW, BODY));
         assert_eq!(v.secret, SecretUsed::Current);
     }

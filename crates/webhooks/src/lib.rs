@@ -14,3 +14,5 @@ pub use error::Error;
 pub const LIST_PAGE_MAX_BYTES: usize = 1_048_576;
 pub use model::{Delivery, Intake, Recorded, WebhookEvent, parse_body};
 pub use recorder::Recorder;
+/// The request header a delivery's signature arrives in.
+pub use webhook_verify::HEADER_NAME as SIGNATURE_HEADER;

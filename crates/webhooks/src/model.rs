@@ -1,11 +1,12 @@
 use problem_details::{FieldError, FieldErrorCode};
 use serde_json::Value;
-use webhook_verify::{SignatureHeader, Verifier};
+use webhook_verify::Verifier;
 
 use crate::Error;
 
 /// A stored webhook event (spec 2.11). `payload` is the raw request body text, byte for byte.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, diesel::Queryable, diesel::Selectable)]
+#[diesel(table_name = crate::schema::webhook_events)]
 pub struct WebhookEvent {
     pub id: i64,
     pub event_type: String,
@@ -64,6 +65,23 @@ impl Intake {
         Intake { verifier }
     }
 
+    /// Deliveries signed with `secret` are accepted (byte for byte, never trimmed); an empty
+    /// or whitespace-only secret is refused.
+    pub fn with_secret(secret: &[u8]) -> Result<Self, Error> {
+        Ok(Intake::new(Some(Verifier::new(secret)?)))
+    }
+
+    /// Also accepts deliveries signed with `secret`, the one being rotated out. Refused like
+    /// [`Intake::with_secret`]; without a current secret it changes nothing.
+    pub fn and_previous(self, secret: &[u8]) -> Result<Self, Error> {
+        Ok(Intake {
+            verifier: match self.verifier {
+                Some(v) => Some(v.with_previous(secret)?),
+                None => None,
+            },
+        })
+    }
+
     /// False when no secret is configured.
     pub fn is_configured(&self) -> bool {
         self.verifier.is_some()
@@ -96,13 +114,11 @@ impl Intake {
             _ => return Err(webhook_verify::Error::MalformedHeader.into()),
         };
         let verified = verifier.verify(header, body, now)?;
-        // `verify` succeeded, so the header is present and parses.
-        let parsed = SignatureHeader::parse(header.unwrap_or_default())?;
         let (event_type, payload) = parse_body(body)?;
         Ok(Delivery {
             event_type,
             payload,
-            signature_t: parsed.timestamp().to_owned(),
+            signature_t: verified.timestamp_text,
             signature_v1: verified.signature,
         })
     }

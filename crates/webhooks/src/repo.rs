@@ -13,28 +13,6 @@ use storage::DbConnection;
 use crate::schema::webhook_events;
 use crate::{Delivery, Error, Recorded, WebhookEvent};
 
-type Row = (i64, String, String, String);
-const COLUMNS: (
-    webhook_events::id,
-    webhook_events::event_type,
-    webhook_events::payload,
-    webhook_events::delivered_at,
-) = (
-    webhook_events::id,
-    webhook_events::event_type,
-    webhook_events::payload,
-    webhook_events::delivered_at,
-);
-
-fn to_event((id, event_type, payload, delivered_at): Row) -> WebhookEvent {
-    WebhookEvent {
-        id,
-        event_type,
-        payload,
-        delivered_at,
-    }
-}
-
 /// Stores a verified delivery, unless the same `(t, v1)` — and therefore, `v1` being an HMAC
 /// over `t` and the body, the same body — is already stored; then nothing is written and the
 /// original id is returned. [`record_batch`] with a batch of one.
@@ -45,38 +23,39 @@ pub fn record(conn: &mut DbConnection, delivery: &Delivery) -> Result<Recorded, 
         .ok_or(Error::Storage(diesel::result::Error::NotFound))
 }
 
-/// Stores several verified deliveries in one transaction and answers each, in order, as
-/// [`record`] would have one after another: a delivery whose `(t, v1)` is already stored, or
-/// appears earlier in the batch, is a replay of that one.
+/// Stores several verified deliveries and answers each, in order, as [`record`] would have one
+/// after another: a delivery whose `(t, v1)` is already stored, or appears earlier in the batch,
+/// is a replay of that one. Several statements: the caller runs it in a transaction.
 pub fn record_batch(
     conn: &mut DbConnection,
     deliveries: &[&Delivery],
 ) -> Result<Vec<Recorded>, Error> {
     let now = storage::timestamp::now_rfc3339();
     match conn {
-        DbConnection::Postgresql(c) => c.transaction(|c| insert_all_at_once(c, deliveries, &now)),
-        DbConnection::Sqlite(c) => c.transaction(|c| insert_one_by_one(c, deliveries, &now)),
+        DbConnection::Postgresql(c) => insert_all_at_once(c, deliveries, &now),
+        DbConnection::Sqlite(c) => insert_one_by_one(c, deliveries, &now),
     }
 }
 
-/// The insertable row of a delivery.
-type NewRow<'a> = (
-    diesel::dsl::Eq<webhook_events::event_type, &'a String>,
-    diesel::dsl::Eq<webhook_events::payload, &'a String>,
-    diesel::dsl::Eq<webhook_events::delivered_at, &'a str>,
-    diesel::dsl::Eq<webhook_events::signature_t, &'a String>,
-    diesel::dsl::Eq<webhook_events::signature_v1, &'a String>,
-);
-
 /// The row a delivery is stored as.
-fn new_row<'a>(d: &'a Delivery, now: &'a str) -> NewRow<'a> {
-    (
-        webhook_events::event_type.eq(&d.event_type),
-        webhook_events::payload.eq(&d.payload),
-        webhook_events::delivered_at.eq(now),
-        webhook_events::signature_t.eq(&d.signature_t),
-        webhook_events::signature_v1.eq(&d.signature_v1),
-    )
+#[derive(Insertable)]
+#[diesel(table_name = webhook_events)]
+struct NewEvent<'a> {
+    event_type: &'a str,
+    payload: &'a str,
+    delivered_at: &'a str,
+    signature_t: &'a str,
+    signature_v1: &'a str,
+}
+
+fn new_row<'a>(d: &'a Delivery, now: &'a str) -> NewEvent<'a> {
+    NewEvent {
+        event_type: &d.event_type,
+        payload: &d.payload,
+        delivered_at: now,
+        signature_t: &d.signature_t,
+        signature_v1: &d.signature_v1,
+    }
 }
 
 /// PostgreSQL: one multi-row `INSERT … ON CONFLICT (signature_t, signature_v1) DO NOTHING
@@ -90,20 +69,14 @@ fn insert_all_at_once(
     now: &str,
 ) -> Result<Vec<Recorded>, Error> {
     let values: Vec<_> = deliveries.iter().map(|d| new_row(d, now)).collect();
-    let inserted: Vec<(i64, String, String)> = diesel::insert_into(webhook_events::table)
+    let inserted: Vec<StoredSignature> = diesel::insert_into(webhook_events::table)
         .values(&values)
         .on_conflict((webhook_events::signature_t, webhook_events::signature_v1))
         .do_nothing()
-        .returning((
-            webhook_events::id,
-            webhook_events::signature_t,
-            webhook_events::signature_v1,
-        ))
+        .returning(StoredSignature::as_returning())
         .get_results(c)?;
-    let inserted: HashMap<Signature, i64> = inserted
-        .into_iter()
-        .map(|(id, t, v1)| ((t, v1), id))
-        .collect();
+    let inserted: HashMap<Signature, i64> =
+        inserted.into_iter().map(StoredSignature::keyed).collect();
     let skipped: Vec<Signature> = deliveries
         .iter()
         .map(|d| signature(d))
@@ -192,6 +165,21 @@ fn insert_one_by_one(
 /// `(t, v1)` of a delivery: what identifies an exact replay.
 type Signature = (String, String);
 
+/// A stored event's id and signature (PostgreSQL's replay lookups).
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = webhook_events)]
+struct StoredSignature {
+    id: i64,
+    signature_t: String,
+    signature_v1: String,
+}
+
+impl StoredSignature {
+    fn keyed(self) -> (Signature, i64) {
+        ((self.signature_t, self.signature_v1), self.id)
+    }
+}
+
 fn signature(d: &Delivery) -> Signature {
     (d.signature_t.clone(), d.signature_v1.clone())
 }
@@ -207,18 +195,14 @@ fn stored_ids(
     // Both columns, so the lookup walks the unique (t, v1) index.
     let ts: Vec<&str> = signatures.iter().map(|(t, _)| t.as_str()).collect();
     let v1s: Vec<&str> = signatures.iter().map(|(_, v1)| v1.as_str()).collect();
-    let rows: Vec<(i64, String, String)> = webhook_events::table
+    let rows: Vec<StoredSignature> = webhook_events::table
         .filter(webhook_events::signature_t.eq_any(&ts))
         .filter(webhook_events::signature_v1.eq_any(&v1s))
-        .select((
-            webhook_events::id,
-            webhook_events::signature_t,
-            webhook_events::signature_v1,
-        ))
+        .select(StoredSignature::as_select())
         .load(conn)?;
     Ok(rows
         .into_iter()
-        .map(|(id, t, v1)| ((t, v1), id))
+        .map(StoredSignature::keyed)
         .filter(|(sig, _)| signatures.contains(sig))
         .collect())
 }
@@ -240,10 +224,10 @@ pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<WebhookEvent>, i
     let fits = pagination::fitting(&sizes, crate::LIST_PAGE_MAX_BYTES, |(_, len)| {
         WebhookEvent::listed_len(usize::try_from(*len).unwrap_or(usize::MAX))
     });
-    let rows: Vec<Row> = match (sizes.first(), sizes.get(fits - 1)) {
+    let rows: Vec<WebhookEvent> = match (sizes.first(), sizes.get(fits - 1)) {
         // Ids in that range, newest first: a delivery stored since has a higher id.
         (Some((newest, _)), Some((oldest, _))) => webhook_events::table
-            .select(COLUMNS)
+            .select(WebhookEvent::as_select())
             .filter(webhook_events::id.le(*newest))
             .filter(webhook_events::id.ge(*oldest))
             .order(webhook_events::id.desc())
@@ -251,7 +235,7 @@ pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<WebhookEvent>, i
         _ => Vec::new(),
     };
     let total = count(conn)?;
-    Ok((rows.into_iter().map(to_event).collect(), total))
+    Ok((rows, total))
 }
 
 /// How many events are stored.

@@ -192,22 +192,8 @@ pub struct Account {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Error;
+    use problem_details::testing::{field_codes as fields, object as obj};
     use serde_json::json;
-
-    fn obj(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().unwrap()
-    }
-
-    fn fields(err: Error) -> Vec<(String, &'static str)> {
-        match err {
-            Error::Validation(errs) => errs
-                .into_iter()
-                .map(|e| (e.field, e.code.as_str()))
-                .collect(),
-            other => panic!("expected validation, got {other:?}"),
-        }
-    }
 
     #[test]
     fn account_ids() {

@@ -5,14 +5,6 @@ use storage::DbConnection;
 use crate::schema::comments;
 use crate::{Comment, CommentInput, Error};
 
-type Row = (i64, i64, String);
-const COLUMNS: (comments::id, comments::note_id, comments::body) =
-    (comments::id, comments::note_id, comments::body);
-
-fn to_comment((id, note_id, body): Row) -> Comment {
-    Comment { id, note_id, body }
-}
-
 /// A comment row whose note vanished between the check and the insert is a missing note.
 fn note_gone(note_id: i64) -> impl Fn(diesel::result::Error) -> Error {
     move |e| match e {
@@ -32,14 +24,14 @@ pub fn list(
 ) -> Result<(Vec<Comment>, i64), Error> {
     super::notes::ensure_exists(conn, note_id)?;
     let of_note = comments::table.filter(comments::note_id.eq(note_id));
-    let rows: Vec<Row> = of_note
-        .select(COLUMNS)
+    let rows: Vec<Comment> = of_note
+        .select(comments::all_columns)
         .order(comments::id.asc())
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
     let total: i64 = of_note.count().get_result(conn)?;
-    Ok((rows.into_iter().map(to_comment).collect(), total))
+    Ok((rows, total))
 }
 
 pub fn create(
@@ -53,9 +45,8 @@ pub fn create(
             comments::note_id.eq(note_id),
             comments::body.eq(&input.body),
         ))
-        .returning(COLUMNS)
-        .get_result::<Row>(conn)
-        .map(to_comment)
+        .returning(comments::all_columns)
+        .get_result::<Comment>(conn)
         .map_err(note_gone(note_id))
 }
 
@@ -64,10 +55,9 @@ pub fn get(conn: &mut DbConnection, note_id: i64, id: i64) -> Result<Comment, Er
     super::notes::ensure_exists(conn, note_id)?;
     comments::table
         .filter(comments::id.eq(id).and(comments::note_id.eq(note_id)))
-        .select(COLUMNS)
-        .first::<Row>(conn)
+        .select(comments::all_columns)
+        .first::<Comment>(conn)
         .optional()?
-        .map(to_comment)
         .ok_or(Error::CommentNotFound { note_id, id })
 }
 
@@ -80,10 +70,9 @@ pub fn update(
     super::notes::ensure_exists(conn, note_id)?;
     diesel::update(comments::table.filter(comments::id.eq(id).and(comments::note_id.eq(note_id))))
         .set(comments::body.eq(&input.body))
-        .returning(COLUMNS)
-        .get_result::<Row>(conn)
+        .returning(comments::all_columns)
+        .get_result::<Comment>(conn)
         .optional()?
-        .map(to_comment)
         .ok_or(Error::CommentNotFound { note_id, id })
 }
 

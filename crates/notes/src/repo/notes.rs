@@ -5,50 +5,41 @@ use storage::DbConnection;
 use crate::schema::notes;
 use crate::{Error, Note, NoteInput};
 
-type Row = (i64, String, String);
-const COLUMNS: (notes::id, notes::title, notes::body) = (notes::id, notes::title, notes::body);
-
-fn to_note((id, title, body): Row) -> Note {
-    Note { id, title, body }
-}
-
 /// One page of notes by id ascending, and the total count.
 pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<Note>, i64), Error> {
-    let rows: Vec<Row> = notes::table
-        .select(COLUMNS)
+    let rows: Vec<Note> = notes::table
+        .select(notes::all_columns)
         .order(notes::id.asc())
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
     let total: i64 = notes::table.count().get_result(conn)?;
-    Ok((rows.into_iter().map(to_note).collect(), total))
+    Ok((rows, total))
 }
 
 pub fn create(conn: &mut DbConnection, input: &NoteInput) -> Result<Note, Error> {
-    let row: Row = diesel::insert_into(notes::table)
+    let row: Note = diesel::insert_into(notes::table)
         .values((notes::title.eq(&input.title), notes::body.eq(&input.body)))
-        .returning(COLUMNS)
+        .returning(notes::all_columns)
         .get_result(conn)?;
-    Ok(to_note(row))
+    Ok(row)
 }
 
 pub fn get(conn: &mut DbConnection, id: i64) -> Result<Note, Error> {
     notes::table
         .find(id)
-        .select(COLUMNS)
-        .first::<Row>(conn)
+        .select(notes::all_columns)
+        .first::<Note>(conn)
         .optional()?
-        .map(to_note)
         .ok_or(Error::NoteNotFound { id })
 }
 
 pub fn update(conn: &mut DbConnection, id: i64, input: &NoteInput) -> Result<Note, Error> {
     diesel::update(notes::table.find(id))
         .set((notes::title.eq(&input.title), notes::body.eq(&input.body)))
-        .returning(COLUMNS)
-        .get_result::<Row>(conn)
+        .returning(notes::all_columns)
+        .get_result::<Note>(conn)
         .optional()?
-        .map(to_note)
         .ok_or(Error::NoteNotFound { id })
 }
 

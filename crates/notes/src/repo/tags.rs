@@ -5,13 +5,6 @@ use storage::DbConnection;
 use crate::schema::tags;
 use crate::{Error, Tag, TagInput};
 
-type Row = (i64, String);
-const COLUMNS: (tags::id, tags::name) = (tags::id, tags::name);
-
-fn to_tag((id, name): Row) -> Tag {
-    Tag { id, name }
-}
-
 fn duplicate(input: &TagInput) -> impl Fn(diesel::result::Error) -> Error + '_ {
     move |e| {
         if storage::is_unique_violation(&e) {
@@ -25,14 +18,14 @@ fn duplicate(input: &TagInput) -> impl Fn(diesel::result::Error) -> Error + '_ {
 }
 
 pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<Tag>, i64), Error> {
-    let rows: Vec<Row> = tags::table
-        .select(COLUMNS)
+    let rows: Vec<Tag> = tags::table
+        .select(tags::all_columns)
         .order(tags::id.asc())
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
     let total: i64 = tags::table.count().get_result(conn)?;
-    Ok((rows.into_iter().map(to_tag).collect(), total))
+    Ok((rows, total))
 }
 
 /// Creates a tag; a name that exists already is `DuplicateTagName` (the unique index decides,
@@ -40,30 +33,27 @@ pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<Tag>, i64), Erro
 pub fn create(conn: &mut DbConnection, input: &TagInput) -> Result<Tag, Error> {
     diesel::insert_into(tags::table)
         .values(tags::name.eq(&input.name))
-        .returning(COLUMNS)
-        .get_result::<Row>(conn)
-        .map(to_tag)
+        .returning(tags::all_columns)
+        .get_result::<Tag>(conn)
         .map_err(duplicate(input))
 }
 
 pub fn get(conn: &mut DbConnection, id: i64) -> Result<Tag, Error> {
     tags::table
         .find(id)
-        .select(COLUMNS)
-        .first::<Row>(conn)
+        .select(tags::all_columns)
+        .first::<Tag>(conn)
         .optional()?
-        .map(to_tag)
         .ok_or(Error::TagNotFound { id })
 }
 
 pub fn update(conn: &mut DbConnection, id: i64, input: &TagInput) -> Result<Tag, Error> {
     diesel::update(tags::table.find(id))
         .set(tags::name.eq(&input.name))
-        .returning(COLUMNS)
-        .get_result::<Row>(conn)
+        .returning(tags::all_columns)
+        .get_result::<Tag>(conn)
         .optional()
         .map_err(duplicate(input))?
-        .map(to_tag)
         .ok_or(Error::TagNotFound { id })
 }
 

@@ -4,6 +4,7 @@
 pub mod accounts;
 pub mod articles;
 pub mod comments;
+pub mod crud;
 pub mod dto;
 pub mod examples;
 pub mod health;

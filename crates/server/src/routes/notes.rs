@@ -1,7 +1,4 @@
-use actix_web::web::{Data, Json, Path};
-use apistos::actix::{CreatedJson, NoContent};
-use apistos::web::{ServiceConfig, delete, get, post, put, resource};
-use apistos::{ApiComponent, api_operation};
+use apistos::ApiComponent;
 use notes::{Note, NoteInput, repo};
 use pagination::Page;
 use problem_details::Problem;
@@ -51,7 +48,8 @@ pub struct NotePath {
 
 crate::list_dto!(NoteList, NoteDto);
 
-// The operations behind `/notes` and `/examples/notes` (same store, same shapes).
+// The operations behind `/notes` and `/examples/notes` (same store, same shapes): the handlers
+// `crud_routes!` declares for each prefix call these.
 
 pub(crate) async fn list_page(db: &Db, q: &RawQuery<PageQuery>) -> Result<NoteList, ApiError> {
     let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
@@ -87,69 +85,24 @@ pub(crate) async fn delete_one(db: &Db, id: i64) -> Result<(), ApiError> {
     db.write(move |c| repo::notes::delete(c, id)).await
 }
 
-/// List notes
-///
-/// Notes by id ascending, paged by `limit` and `offset`.
-#[api_operation(operation_id = "list_notes", tag = "notes", error_code = 422)]
-pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Json<NoteList>, ApiError> {
-    Ok(Json(list_page(&db, &q).await?))
+crate::crud_routes! {
+    mod handlers;
+    ops: crate::routes::notes;
+    types: list NoteList, item NoteDto, body NoteBody, path NotePath => note_id;
+    paths: "/notes", "/notes/{note_id}";
+    tag: "notes", conflicts: [];
+    /// List notes
+    ///
+    /// Notes by id ascending, paged by `limit` and `offset`.
+    list "list_notes";
+    /// Create a note
+    create "create_note";
+    /// Get a note
+    get "get_note";
+    /// Replace a note's title and body
+    update "update_note";
+    /// Delete a note and its comments
+    delete "delete_note";
 }
 
-/// Create a note
-#[api_operation(
-    operation_id = "create_note",
-    tag = "notes",
-    error_code = 413,
-    error_code = 415,
-    error_code = 422
-)]
-pub async fn create(
-    db: Data<Db>,
-    body: JsonObject<NoteBody>,
-) -> Result<CreatedJson<NoteDto>, ApiError> {
-    Ok(CreatedJson(create_one(&db, &body).await?))
-}
-
-/// Get a note
-#[api_operation(operation_id = "get_note", tag = "notes", error_code = 404)]
-pub async fn get_one(db: Data<Db>, path: Path<NotePath>) -> Result<Json<NoteDto>, ApiError> {
-    Ok(Json(fetch_one(&db, path.note_id).await?))
-}
-
-/// Replace a note's title and body
-#[api_operation(
-    operation_id = "update_note",
-    tag = "notes",
-    error_code = 404,
-    error_code = 413,
-    error_code = 415,
-    error_code = 422
-)]
-pub async fn update(
-    db: Data<Db>,
-    path: Path<NotePath>,
-    body: JsonObject<NoteBody>,
-) -> Result<Json<NoteDto>, ApiError> {
-    Ok(Json(replace_one(&db, path.note_id, &body).await?))
-}
-
-/// Delete a note and its comments
-#[api_operation(operation_id = "delete_note", tag = "notes", error_code = 404)]
-pub async fn remove(db: Data<Db>, path: Path<NotePath>) -> Result<NoContent, ApiError> {
-    delete_one(&db, path.note_id).await?;
-    Ok(NoContent)
-}
-
-pub fn configure(cfg: &mut ServiceConfig) {
-    cfg.service(
-        resource("/notes")
-            .route(get().to(list))
-            .route(post().to(create)),
-    )
-    .service(
-        resource("/notes/{note_id}")
-            .route(get().to(get_one))
-            .route(put().to(update))
-            .route(delete().to(remove)),
-    );
-}
+pub use handlers::configure;

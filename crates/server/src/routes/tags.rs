@@ -1,7 +1,4 @@
-use actix_web::web::{Data, Json, Path};
-use apistos::actix::{CreatedJson, NoContent};
-use apistos::web::{ServiceConfig, delete, get, post, put, resource};
-use apistos::{ApiComponent, api_operation};
+use apistos::ApiComponent;
 use notes::{Tag, TagInput, repo};
 use pagination::Page;
 use problem_details::Problem;
@@ -47,7 +44,8 @@ pub struct TagPath {
 
 crate::list_dto!(TagList, TagDto);
 
-// The operations behind `/tags` and `/examples/tags` (same store, same shapes).
+// The operations behind `/tags` and `/examples/tags` (same store, same shapes): the handlers
+// `crud_routes!` declares for each prefix call these.
 
 pub(crate) async fn list_page(db: &Db, q: &RawQuery<PageQuery>) -> Result<TagList, ApiError> {
     let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
@@ -83,71 +81,24 @@ pub(crate) async fn delete_one(db: &Db, id: i64) -> Result<(), ApiError> {
     db.write(move |c| repo::tags::delete(c, id)).await
 }
 
-/// List tags
-#[api_operation(operation_id = "list_tags", tag = "tags", error_code = 422)]
-pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Json<TagList>, ApiError> {
-    Ok(Json(list_page(&db, &q).await?))
+crate::crud_routes! {
+    mod handlers;
+    ops: crate::routes::tags;
+    types: list TagList, item TagDto, body TagBody, path TagPath => tag_id;
+    paths: "/tags", "/tags/{tag_id}";
+    tag: "tags", conflicts: [409];
+    /// List tags
+    list "list_tags";
+    /// Create a tag
+    ///
+    /// A name that exists already is 409.
+    create "create_tag";
+    /// Get a tag
+    get "get_tag";
+    /// Rename a tag
+    update "update_tag";
+    /// Delete a tag
+    delete "delete_tag";
 }
 
-/// Create a tag
-///
-/// A name that exists already is 409.
-#[api_operation(
-    operation_id = "create_tag",
-    tag = "tags",
-    error_code = 409,
-    error_code = 413,
-    error_code = 415,
-    error_code = 422
-)]
-pub async fn create(
-    db: Data<Db>,
-    body: JsonObject<TagBody>,
-) -> Result<CreatedJson<TagDto>, ApiError> {
-    Ok(CreatedJson(create_one(&db, &body).await?))
-}
-
-/// Get a tag
-#[api_operation(operation_id = "get_tag", tag = "tags", error_code = 404)]
-pub async fn get_one(db: Data<Db>, path: Path<TagPath>) -> Result<Json<TagDto>, ApiError> {
-    Ok(Json(fetch_one(&db, path.tag_id).await?))
-}
-
-/// Rename a tag
-#[api_operation(
-    operation_id = "update_tag",
-    tag = "tags",
-    error_code = 404,
-    error_code = 409,
-    error_code = 413,
-    error_code = 415,
-    error_code = 422
-)]
-pub async fn update(
-    db: Data<Db>,
-    path: Path<TagPath>,
-    body: JsonObject<TagBody>,
-) -> Result<Json<TagDto>, ApiError> {
-    Ok(Json(replace_one(&db, path.tag_id, &body).await?))
-}
-
-/// Delete a tag
-#[api_operation(operation_id = "delete_tag", tag = "tags", error_code = 404)]
-pub async fn remove(db: Data<Db>, path: Path<TagPath>) -> Result<NoContent, ApiError> {
-    delete_one(&db, path.tag_id).await?;
-    Ok(NoContent)
-}
-
-pub fn configure(cfg: &mut ServiceConfig) {
-    cfg.service(
-        resource("/tags")
-            .route(get().to(list))
-            .route(post().to(create)),
-    )
-    .service(
-        resource("/tags/{tag_id}")
-            .route(get().to(get_one))
-            .route(put().to(update))
-            .route(delete().to(remove)),
-    );
-}
+pub use handlers::configure;

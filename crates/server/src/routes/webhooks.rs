@@ -19,8 +19,7 @@ use pagination::Page;
 use problem_details::Problem;
 use schemars::JsonSchema;
 use serde::Serialize;
-use webhook_verify::{HEADER_NAME, Verifier};
-use webhooks::{Delivery, Intake, Recorder, WebhookEvent, repo};
+use webhooks::{Delivery, Intake, Recorder, SIGNATURE_HEADER, WebhookEvent, repo};
 
 use apistos::schemars;
 
@@ -40,26 +39,32 @@ impl WebhookState {
     /// From `WEBHOOK_SECRET` / `WEBHOOK_SECRET_PREVIOUS`. An unset secret is allowed (every
     /// delivery is then refused, and this warns); a blank one stops start-up.
     pub fn from_settings(settings: &Settings) -> anyhow::Result<WebhookState> {
-        let verifier = match &settings.webhook_secret {
+        let intake = match &settings.webhook_secret {
             None => {
                 log::warn!(
                     "WEBHOOK_SECRET is not set: every webhook delivery will be refused with 401"
                 );
-                None
+                Intake::new(None)
             }
             Some(secret) => {
-                let verifier = Verifier::new(secret.expose())
+                let intake = Intake::with_secret(secret.expose().as_bytes())
                     .map_err(|_| anyhow!("WEBHOOK_SECRET: must not be empty or whitespace only"))?;
-                Some(match &settings.webhook_secret_previous {
-                    None => verifier,
-                    Some(previous) => verifier.with_previous(previous.expose()).map_err(|_| {
-                        anyhow!("WEBHOOK_SECRET_PREVIOUS: must not be empty or whitespace only")
-                    })?,
-                })
+                match &settings.webhook_secret_previous {
+                    None => intake,
+                    Some(previous) => {
+                        intake
+                            .and_previous(previous.expose().as_bytes())
+                            .map_err(|_| {
+                                anyhow!(
+                                    "WEBHOOK_SECRET_PREVIOUS: must not be empty or whitespace only"
+                                )
+                            })?
+                    }
+                }
             }
         };
         Ok(WebhookState {
-            intake: Intake::new(verifier),
+            intake,
             fixed_now: settings.webhook_fixed_now,
         })
     }
@@ -105,7 +110,7 @@ impl FromRequest for VerifiedDelivery {
                 .ok_or_else(|| ApiError::internal("webhook state is not registered"))?;
             let signatures: Vec<&[u8]> = req
                 .headers()
-                .get_all(HEADER_NAME)
+                .get_all(SIGNATURE_HEADER)
                 .map(HeaderValue::as_bytes)
                 .collect();
             match state.intake.accept(&signatures, &body, state.now()) {
@@ -142,7 +147,7 @@ impl ApiComponent for VerifiedDelivery {
             "example": "t=1700000000,v1=878eec4bcc8fabf4ee20d648c613dd0aeee0a977832c7ea922d19ee7f9507212"
         });
         vec![Parameter {
-            name: HEADER_NAME.to_owned(),
+            name: SIGNATURE_HEADER.to_owned(),
             _in: ParameterIn::Header,
             description: Some(
                 "`t=<unix seconds>,v1=<lowercase hex HMAC-SHA256 of \"<t>.<raw body>\" under \

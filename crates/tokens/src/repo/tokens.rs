@@ -4,12 +4,14 @@ use storage::DbConnection;
 use crate::schema::tokens;
 use crate::{Error, Scope, Token};
 
-/// A token row as read: every column but the digest.
-#[derive(Queryable, Selectable)]
-#[diesel(table_name = tokens)]
+/// A token row, every column in table order (so `tokens::all_columns` selects it, and returns
+/// it where a statement needs `RETURNING`: diesel's `as_returning()` does not compile for the
+/// two-backend connection). The digest is read but never leaves this module.
+#[derive(Queryable)]
 struct TokenRow {
     id: i64,
     user_id: i64,
+    _token_hash: String,
     scope: String,
     label: String,
     created_at: String,
@@ -17,29 +19,6 @@ struct TokenRow {
     expires_at: Option<String>,
     last_used_at: Option<String>,
 }
-
-/// [`TokenRow`]'s columns in its field order, for `RETURNING`: diesel's `as_returning()` does
-/// not compile for the two-backend connection, a column tuple does.
-#[allow(clippy::type_complexity)]
-const RETURNED: (
-    tokens::id,
-    tokens::user_id,
-    tokens::scope,
-    tokens::label,
-    tokens::created_at,
-    tokens::revoked_at,
-    tokens::expires_at,
-    tokens::last_used_at,
-) = (
-    tokens::id,
-    tokens::user_id,
-    tokens::scope,
-    tokens::label,
-    tokens::created_at,
-    tokens::revoked_at,
-    tokens::expires_at,
-    tokens::last_used_at,
-);
 
 /// A new token as written.
 #[derive(Insertable)]
@@ -75,7 +54,7 @@ impl From<TokenRow> for Token {
 pub fn insert(conn: &mut DbConnection, new: &NewToken<'_>) -> Result<Token, Error> {
     let row: TokenRow = diesel::insert_into(tokens::table)
         .values(new)
-        .returning(RETURNED)
+        .returning(tokens::all_columns)
         .get_result(conn)?;
     Ok(row.into())
 }
@@ -84,7 +63,7 @@ pub fn insert(conn: &mut DbConnection, new: &NewToken<'_>) -> Result<Token, Erro
 pub fn list_for_user(conn: &mut DbConnection, user_id: i64) -> Result<Vec<Token>, Error> {
     let rows: Vec<TokenRow> = tokens::table
         .filter(tokens::user_id.eq(user_id))
-        .select(TokenRow::as_select())
+        .select(tokens::all_columns)
         .order(tokens::id.desc())
         .load(conn)?;
     Ok(rows.into_iter().map(Token::from).collect())
@@ -93,8 +72,8 @@ pub fn list_for_user(conn: &mut DbConnection, user_id: i64) -> Result<Vec<Token>
 pub fn find(conn: &mut DbConnection, id: i64) -> Result<Option<Token>, Error> {
     Ok(tokens::table
         .find(id)
-        .select(TokenRow::as_select())
-        .first(conn)
+        .select(tokens::all_columns)
+        .first::<TokenRow>(conn)
         .optional()?
         .map(Token::from))
 }
@@ -103,8 +82,8 @@ pub fn find(conn: &mut DbConnection, id: i64) -> Result<Option<Token>, Error> {
 pub fn find_by_hash(conn: &mut DbConnection, token_hash: &str) -> Result<Option<Token>, Error> {
     Ok(tokens::table
         .filter(tokens::token_hash.eq(token_hash))
-        .select(TokenRow::as_select())
-        .first(conn)
+        .select(tokens::all_columns)
+        .first::<TokenRow>(conn)
         .optional()?
         .map(Token::from))
 }
@@ -115,7 +94,7 @@ pub fn revoke(conn: &mut DbConnection, id: i64) -> Result<Option<Token>, Error> 
     Ok(
         diesel::update(tokens::table.filter(tokens::id.eq(id).and(tokens::revoked_at.is_null())))
             .set(tokens::revoked_at.eq(storage::timestamp::now_rfc3339()))
-            .returning(RETURNED)
+            .returning(tokens::all_columns)
             .get_result::<TokenRow>(conn)
             .optional()?
             .map(Token::from),

@@ -5,39 +5,36 @@ use storage::DbConnection;
 use crate::schema::versioned_notes as vn;
 use crate::{Error, NoteInput, VersionedNote};
 
-type Row = (i64, String, String, String, String, String);
-const COLUMNS: (
-    vn::id,
-    vn::title,
-    vn::body,
-    vn::tags,
-    vn::created_at,
-    vn::updated_at,
-) = (
-    vn::id,
-    vn::title,
-    vn::body,
-    vn::tags,
-    vn::created_at,
-    vn::updated_at,
-);
+/// A stored row, every column in table order (so `vn::all_columns` selects it); `tags` is the
+/// JSON text of the list.
+#[derive(Queryable)]
+struct NoteRow {
+    id: i64,
+    title: String,
+    body: String,
+    tags: String,
+    created_at: String,
+    updated_at: String,
+}
 
-fn to_note((id, title, body, tags, created_at, updated_at): Row) -> Result<VersionedNote, Error> {
-    let tags = serde_json::from_str(&tags).map_err(|source| Error::CorruptTags { id, source })?;
+fn to_note(row: NoteRow) -> Result<VersionedNote, Error> {
+    let id = row.id;
+    let tags =
+        serde_json::from_str(&row.tags).map_err(|source| Error::CorruptTags { id, source })?;
     Ok(VersionedNote {
         id,
-        title,
-        body,
+        title: row.title,
+        body: row.body,
         tags,
-        created_at,
-        updated_at,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
     })
 }
 
 pub fn create(conn: &mut DbConnection, input: &NoteInput) -> Result<VersionedNote, Error> {
     let now = storage::timestamp::now_rfc3339();
     let tags = serde_json::Value::from(input.tags.clone()).to_string();
-    let row: Row = diesel::insert_into(vn::table)
+    let row: NoteRow = diesel::insert_into(vn::table)
         .values((
             vn::title.eq(&input.title),
             vn::body.eq(&input.body),
@@ -45,7 +42,7 @@ pub fn create(conn: &mut DbConnection, input: &NoteInput) -> Result<VersionedNot
             vn::created_at.eq(&now),
             vn::updated_at.eq(&now),
         ))
-        .returning(COLUMNS)
+        .returning(vn::all_columns)
         .get_result(conn)?;
     to_note(row)
 }
@@ -53,8 +50,8 @@ pub fn create(conn: &mut DbConnection, input: &NoteInput) -> Result<VersionedNot
 pub fn get(conn: &mut DbConnection, id: i64) -> Result<VersionedNote, Error> {
     vn::table
         .find(id)
-        .select(COLUMNS)
-        .first::<Row>(conn)
+        .select(vn::all_columns)
+        .first::<NoteRow>(conn)
         .optional()?
         .ok_or(Error::NotFound { id })
         .and_then(to_note)
@@ -62,8 +59,8 @@ pub fn get(conn: &mut DbConnection, id: i64) -> Result<VersionedNote, Error> {
 
 /// One page by id descending (newest first).
 pub fn page(conn: &mut DbConnection, page: Page) -> Result<Vec<VersionedNote>, Error> {
-    let rows: Vec<Row> = vn::table
-        .select(COLUMNS)
+    let rows: Vec<NoteRow> = vn::table
+        .select(vn::all_columns)
         .order(vn::id.desc())
         .limit(page.limit)
         .offset(page.offset)

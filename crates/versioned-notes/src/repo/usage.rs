@@ -29,21 +29,12 @@ pub fn record(conn: &mut DbConnection, caller: &str) -> Result<(), Error> {
 
 /// Callers by calls descending (then by name), paged, with the number of callers.
 pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<CallerUsage>, i64), Error> {
-    let rows: Vec<(String, i64, String, String)> = u::table
-        .select((u::caller, u::calls, u::first_seen, u::last_seen))
+    let usage: Vec<CallerUsage> = u::table
+        .select(u::all_columns)
         .order((u::calls.desc(), u::caller.asc()))
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
     let total: i64 = u::table.count().get_result(conn)?;
-    let usage = rows
-        .into_iter()
-        .map(|(caller, calls, first_seen, last_seen)| CallerUsage {
-            caller,
-            calls,
-            first_seen,
-            last_seen,
-        })
-        .collect();
     Ok((usage, total))
 }

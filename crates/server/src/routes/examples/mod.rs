@@ -4,9 +4,8 @@
 
 pub mod auth;
 
-use actix_web::web::{Data, Json, Path};
-use apistos::actix::{CreatedJson, NoContent};
-use apistos::web::{ServiceConfig, delete, get, post, put, resource};
+use actix_web::web::{Data, Json};
+use apistos::web::{ServiceConfig, get, resource};
 use apistos::{ApiComponent, api_operation};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,13 +15,10 @@ use apistos::schemars;
 
 pub use auth::{ApiKeyAuth, BearerClaims, ExampleAuth};
 
-use super::dto::PageQuery;
-use super::notes::{self as note_routes, NoteBody, NoteDto, NoteList};
-use super::tags::{self as tag_routes, TagBody, TagDto, TagList};
+use super::notes::{NoteBody, NoteDto, NoteList};
+use super::tags::{TagBody, TagDto, TagList};
 use crate::AppInfo;
-use crate::db::Db;
 use crate::error::ApiError;
-use crate::extract::{JsonObject, RawQuery};
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -96,146 +92,46 @@ pub async fn protected(claims: BearerClaims) -> Result<Json<Protected>, ApiError
     }))
 }
 
-/// List notes (example route)
-#[api_operation(
-    operation_id = "example_list_notes",
-    tag = "examples",
-    error_code = 422
-)]
-pub async fn list_notes(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Json<NoteList>, ApiError> {
-    Ok(Json(note_routes::list_page(&db, &q).await?))
+crate::crud_routes! {
+    mod note_handlers;
+    ops: crate::routes::notes;
+    types: list NoteList, item NoteDto, body NoteBody, path IdPath => id;
+    paths: "/examples/notes", "/examples/notes/{id}";
+    tag: "examples", conflicts: [];
+    /// List notes (example route)
+    list "example_list_notes";
+    /// Create a note (example route)
+    create "example_create_note";
+    /// Get a note (example route)
+    get "example_get_note";
+    /// Replace a note (example route)
+    update "example_update_note";
+    /// Delete a note (example route)
+    delete "example_delete_note";
 }
 
-/// Create a note (example route)
-#[api_operation(
-    operation_id = "example_create_note",
-    tag = "examples",
-    error_code = 413,
-    error_code = 415,
-    error_code = 422
-)]
-pub async fn create_note(
-    db: Data<Db>,
-    body: JsonObject<NoteBody>,
-) -> Result<CreatedJson<NoteDto>, ApiError> {
-    Ok(CreatedJson(note_routes::create_one(&db, &body).await?))
-}
-
-/// Get a note (example route)
-#[api_operation(operation_id = "example_get_note", tag = "examples", error_code = 404)]
-pub async fn get_note(db: Data<Db>, path: Path<IdPath>) -> Result<Json<NoteDto>, ApiError> {
-    Ok(Json(note_routes::fetch_one(&db, path.id).await?))
-}
-
-/// Replace a note (example route)
-#[api_operation(
-    operation_id = "example_update_note",
-    tag = "examples",
-    error_code = 404,
-    error_code = 413,
-    error_code = 415,
-    error_code = 422
-)]
-pub async fn update_note(
-    db: Data<Db>,
-    path: Path<IdPath>,
-    body: JsonObject<NoteBody>,
-) -> Result<Json<NoteDto>, ApiError> {
-    Ok(Json(note_routes::replace_one(&db, path.id, &body).await?))
-}
-
-/// Delete a note (example route)
-#[api_operation(
-    operation_id = "example_delete_note",
-    tag = "examples",
-    error_code = 404
-)]
-pub async fn delete_note(db: Data<Db>, path: Path<IdPath>) -> Result<NoContent, ApiError> {
-    note_routes::delete_one(&db, path.id).await?;
-    Ok(NoContent)
-}
-
-/// List tags (example route)
-#[api_operation(operation_id = "example_list_tags", tag = "examples", error_code = 422)]
-pub async fn list_tags(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Json<TagList>, ApiError> {
-    Ok(Json(tag_routes::list_page(&db, &q).await?))
-}
-
-/// Create a tag (example route)
-#[api_operation(
-    operation_id = "example_create_tag",
-    tag = "examples",
-    error_code = 409,
-    error_code = 413,
-    error_code = 415,
-    error_code = 422
-)]
-pub async fn create_tag(
-    db: Data<Db>,
-    body: JsonObject<TagBody>,
-) -> Result<CreatedJson<TagDto>, ApiError> {
-    Ok(CreatedJson(tag_routes::create_one(&db, &body).await?))
-}
-
-/// Get a tag (example route)
-#[api_operation(operation_id = "example_get_tag", tag = "examples", error_code = 404)]
-pub async fn get_tag(db: Data<Db>, path: Path<IdPath>) -> Result<Json<TagDto>, ApiError> {
-    Ok(Json(tag_routes::fetch_one(&db, path.id).await?))
-}
-
-/// Rename a tag (example route)
-#[api_operation(
-    operation_id = "example_update_tag",
-    tag = "examples",
-    error_code = 404,
-    error_code = 409,
-    error_code = 413,
-    error_code = 415,
-    error_code = 422
-)]
-pub async fn update_tag(
-    db: Data<Db>,
-    path: Path<IdPath>,
-    body: JsonObject<TagBody>,
-) -> Result<Json<TagDto>, ApiError> {
-    Ok(Json(tag_routes::replace_one(&db, path.id, &body).await?))
-}
-
-/// Delete a tag (example route)
-#[api_operation(
-    operation_id = "example_delete_tag",
-    tag = "examples",
-    error_code = 404
-)]
-pub async fn delete_tag(db: Data<Db>, path: Path<IdPath>) -> Result<NoContent, ApiError> {
-    tag_routes::delete_one(&db, path.id).await?;
-    Ok(NoContent)
+crate::crud_routes! {
+    mod tag_handlers;
+    ops: crate::routes::tags;
+    types: list TagList, item TagDto, body TagBody, path IdPath => id;
+    paths: "/examples/tags", "/examples/tags/{id}";
+    tag: "examples", conflicts: [409];
+    /// List tags (example route)
+    list "example_list_tags";
+    /// Create a tag (example route)
+    create "example_create_tag";
+    /// Get a tag (example route)
+    get "example_get_tag";
+    /// Rename a tag (example route)
+    update "example_update_tag";
+    /// Delete a tag (example route)
+    delete "example_delete_tag";
 }
 
 pub fn configure(cfg: &mut ServiceConfig) {
     cfg.service(resource("/examples/ping").route(get().to(ping)))
         .service(resource("/machine/health").route(get().to(machine_health)))
-        .service(resource("/examples/protected").route(get().to(protected)))
-        .service(
-            resource("/examples/notes")
-                .route(get().to(list_notes))
-                .route(post().to(create_note)),
-        )
-        .service(
-            resource("/examples/notes/{id}")
-                .route(get().to(get_note))
-                .route(put().to(update_note))
-                .route(delete().to(delete_note)),
-        )
-        .service(
-            resource("/examples/tags")
-                .route(get().to(list_tags))
-                .route(post().to(create_tag)),
-        )
-        .service(
-            resource("/examples/tags/{id}")
-                .route(get().to(get_tag))
-                .route(put().to(update_tag))
-                .route(delete().to(delete_tag)),
-        );
+        .service(resource("/examples/protected").route(get().to(protected)));
+    note_handlers::configure(cfg);
+    tag_handlers::configure(cfg);
 }

@@ -7,9 +7,6 @@ use std::marker::PhantomData;
 use actix_web::dev::Payload;
 use actix_web::web::Path;
 use actix_web::{FromRequest, HttpMessage, HttpRequest};
-use apistos::paths::{Parameter, RequestBody};
-use apistos::reference_or::ReferenceOr;
-use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
 
 use crate::error::ApiError;
 use crate::extract::{HeaderDoc, RawHeader};
@@ -73,20 +70,7 @@ impl FromRequest for ActingUser {
     }
 }
 
-impl ApiComponent for ActingUser {
-    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        RawHeader::<ActingUserDoc>::child_schemas(v)
-    }
-    fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        RawHeader::<ActingUserDoc>::schema(v)
-    }
-    fn request_body(v: OpenApiVersion, description: Option<String>) -> Option<RequestBody> {
-        RawHeader::<ActingUserDoc>::request_body(v, description)
-    }
-    fn parameters(v: OpenApiVersion, description: Option<String>) -> Vec<Parameter> {
-        RawHeader::<ActingUserDoc>::parameters(v, description)
-    }
-}
+crate::document_as!(ActingUser => RawHeader<ActingUserDoc>);
 
 /// The raw path segments: `userId` (not numeric → 0, as the specification says) and, on
 /// revoke, `tokenId` (not an integer → no such token). `T` documents them.
@@ -110,20 +94,4 @@ impl<T: 'static> FromRequest for TokenPath<T> {
     }
 }
 
-impl<T: ApiComponent> ApiComponent for TokenPath<T> {
-    fn child_schemas(_: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        vec![]
-    }
-    fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
-        T::raw_schema(v)
-    }
-    fn schema(_: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        None
-    }
-    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
-        None
-    }
-    fn parameters(v: OpenApiVersion, description: Option<String>) -> Vec<Parameter> {
-        <Path<T> as ApiComponent>::parameters(v, description)
-    }
-}
+crate::document_as!(TokenPath<T> => Path<T>, for T);

@@ -1,0 +1,108 @@
+//! One body for the five operations of a plain CRUD resource (list, create, get, replace,
+//! delete), registered under a path prefix. `/notes` and `/examples/notes` (and the tags) serve
+//! the same store and shapes: each invocation gives the same handlers their own operation ids,
+//! tags and summaries, which is all that differs.
+
+/// Declares `mod $module` with the five handlers and `configure`, which routes
+/// `$collection` (GET, POST) and `$item` (GET, PUT, DELETE) to them. `$ops` is the module with
+/// the resource's operations (`list_page`, `create_one`, `fetch_one`, `replace_one`,
+/// `delete_one`). Each handler gets the doc comment written before its name (the OpenAPI summary
+/// and description) and its operation id; the errors it documents follow from the operation
+/// (`conflicts` adds the resource's own, such as 409 for a taken name, to create and replace).
+#[macro_export]
+macro_rules! crud_routes {
+    (
+        mod $module:ident;
+        ops: $ops:path;
+        types: list $list:ty, item $dto:ty, body $body:ty, path $path:ty => $field:ident;
+        paths: $collection:literal, $item:literal;
+        tag: $tag:tt, conflicts: [$($conflict:tt),*];
+        $(#[doc = $list_doc:tt])* list $list_id:tt;
+        $(#[doc = $create_doc:tt])* create $create_id:tt;
+        $(#[doc = $get_doc:tt])* get $get_id:tt;
+        $(#[doc = $update_doc:tt])* update $update_id:tt;
+        $(#[doc = $delete_doc:tt])* delete $delete_id:tt;
+    ) => {
+        pub mod $module {
+            // The invoker's types (`$list`, `$dto`, …) are named in its scope.
+            #[allow(unused_imports)]
+            use super::*;
+            use actix_web::web::{Data, Json, Path};
+            use apistos::actix::{CreatedJson, NoContent};
+            use apistos::api_operation;
+            use $crate::db::Db;
+            use $crate::error::ApiError;
+            use $crate::extract::{JsonObject, RawQuery};
+            use $crate::routes::dto::PageQuery;
+            use $ops as ops;
+
+            $(#[doc = $list_doc])*
+            #[api_operation(operation_id = $list_id, tag = $tag, error_code = 422)]
+            pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Json<$list>, ApiError> {
+                Ok(Json(ops::list_page(&db, &q).await?))
+            }
+
+            $(#[doc = $create_doc])*
+            #[api_operation(
+                operation_id = $create_id,
+                tag = $tag,
+                $(error_code = $conflict,)*
+                error_code = 413,
+                error_code = 415,
+                error_code = 422
+            )]
+            pub async fn create(
+                db: Data<Db>,
+                body: JsonObject<$body>,
+            ) -> Result<CreatedJson<$dto>, ApiError> {
+                Ok(CreatedJson(ops::create_one(&db, &body).await?))
+            }
+
+            $(#[doc = $get_doc])*
+            #[api_operation(operation_id = $get_id, tag = $tag, error_code = 404)]
+            pub async fn get_one(db: Data<Db>, path: Path<$path>) -> Result<Json<$dto>, ApiError> {
+                Ok(Json(ops::fetch_one(&db, path.$field).await?))
+            }
+
+            $(#[doc = $update_doc])*
+            #[api_operation(
+                operation_id = $update_id,
+                tag = $tag,
+                error_code = 404,
+                $(error_code = $conflict,)*
+                error_code = 413,
+                error_code = 415,
+                error_code = 422
+            )]
+            pub async fn update(
+                db: Data<Db>,
+                path: Path<$path>,
+                body: JsonObject<$body>,
+            ) -> Result<Json<$dto>, ApiError> {
+                Ok(Json(ops::replace_one(&db, path.$field, &body).await?))
+            }
+
+            $(#[doc = $delete_doc])*
+            #[api_operation(operation_id = $delete_id, tag = $tag, error_code = 404)]
+            pub async fn remove(db: Data<Db>, path: Path<$path>) -> Result<NoContent, ApiError> {
+                ops::delete_one(&db, path.$field).await?;
+                Ok(NoContent)
+            }
+
+            pub fn configure(cfg: &mut apistos::web::ServiceConfig) {
+                use apistos::web::{delete, get, post, put, resource};
+                cfg.service(
+                    resource($collection)
+                        .route(get().to(list))
+                        .route(post().to(create)),
+                )
+                .service(
+                    resource($item)
+                        .route(get().to(get_one))
+                        .route(put().to(update))
+                        .route(delete().to(remove)),
+                );
+            }
+        }
+    };
+}
