@@ -1,7 +1,7 @@
 """Turns wrk outputs (one file per run) into docs/PERFORMANCE.md tables."""
+import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
 
@@ -26,8 +26,21 @@ def millis(text):
     return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
 
 
+CURVE_ADVICE = (
+    "Offset pages cost O(offset): the database reads and discards every skipped row, so a deep page at "
+    "1,000,000 rows is hundreds of times slower than the first. The cursor route seeks by key and stays flat; "
+    "use it (`/articles/cursor?after=…`) for anything past the first few pages."
+)
+
+
 def main():
-    results_dir = Path(sys.argv[1])
+    import curve  # not at the top: curve imports millis from this module
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("results", type=Path, help="directory of wrk outputs written by scripts/bench.sh")
+    parser.add_argument("--svg", type=Path, help="where to write the pagination curve (no file without it)")
+    args = parser.parse_args()
+    results_dir = args.results
     meta = json.loads((results_dir / "meta.json").read_text())
     rows = {}
     for f in sorted(results_dir.glob("*.txt")):
@@ -39,6 +52,8 @@ def main():
     out.append("| Route | " + " | ".join(f"{b} req/s | {b} p50 | {b} p99" for b in backends) + " |")
     out.append("|---|" + "---|---|---|" * len(backends))
     for name, by_backend in rows.items():
+        if curve.is_curve(name):
+            continue
         cells = []
         for b in backends:
             r = by_backend.get(b)
@@ -102,6 +117,22 @@ def main():
     if mcp.exists():
         print()
         print(mcp.read_text().rstrip("\n"))
+    points = curve.collect(rows)
+    if points:
+        print()
+        print("## Offset vs cursor as the table grows")
+        print()
+        print("p50 latency of a page at the first, middle and last depth, offset and cursor routes, "
+              "as the articles table grows (both axes log10).")
+        print()
+        print("![Page latency by depth and table size](pagination-curve.svg)")
+        print()
+        print(curve.table(points))
+        print()
+        print(CURVE_ADVICE)
+        if args.svg:
+            args.svg.write_text(curve.svg(points))
 
 
-main()
+if __name__ == "__main__":
+    main()

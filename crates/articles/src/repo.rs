@@ -45,8 +45,9 @@ pub fn insert_batch(conn: &mut DbConnection, rows: &[NewArticle]) -> Result<usiz
     Ok(inserted)
 }
 
-/// Offset paging: `ORDER BY id DESC LIMIT ? OFFSET ?` and `COUNT(*)` for `total`. Both grow
-/// with the table (the offset rows are read and skipped; the count visits every row).
+/// Offset paging: `ORDER BY id DESC LIMIT ? OFFSET ?`, and `total` from the kept count
+/// (`storage::counts`, no scan). The page's cost grows with the offset: the skipped rows are
+/// read and thrown away, which is why the cursor route exists.
 pub fn list_offset(conn: &mut DbConnection, page: Page) -> Result<OffsetPage<Article>, Error> {
     let rows: Vec<Article> = articles::table
         .select(articles::all_columns)
@@ -54,7 +55,7 @@ pub fn list_offset(conn: &mut DbConnection, page: Page) -> Result<OffsetPage<Art
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
-    let total: i64 = articles::table.count().get_result(conn)?;
+    let total = count(conn)?;
     Ok(OffsetPage::new(rows, page, total))
 }
 
@@ -75,5 +76,8 @@ pub fn list_cursor(conn: &mut DbConnection, cursor: Cursor) -> Result<CursorPage
 
 /// How many articles there are.
 pub fn count(conn: &mut DbConnection) -> Result<i64, Error> {
-    Ok(articles::table.count().get_result(conn)?)
+    Ok(storage::counts::total(
+        conn,
+        storage::counts::Counted::table("articles"),
+    )?)
 }

@@ -35,11 +35,15 @@ impl TableReport {
 pub struct Report {
     pub tables: Vec<TableReport>,
     pub ledger: ledger::check::Report,
+    /// The target's kept counts that differ from its rows (`storage::counts::audit`).
+    pub count_drift: Vec<storage::counts::Drift>,
 }
 
 impl Report {
     pub fn is_ok(&self) -> bool {
-        self.tables.iter().all(TableReport::is_ok) && self.ledger.is_consistent()
+        self.tables.iter().all(TableReport::is_ok)
+            && self.ledger.is_consistent()
+            && self.count_drift.is_empty()
     }
 }
 
@@ -54,7 +58,12 @@ pub fn verify(source: &mut DbConnection, target: &mut DbConnection) -> Result<Re
         });
     }
     let ledger = ledger::check::check_all(target).map_err(Error::Ledger)?;
-    Ok(Report { tables, ledger })
+    let count_drift = storage::counts::audit(target)?;
+    Ok(Report {
+        tables,
+        ledger,
+        count_drift,
+    })
 }
 
 fn side(table: &dyn Table, conn: &mut DbConnection) -> Result<Side, Error> {
@@ -96,6 +105,13 @@ impl fmt::Display for Report {
                     short(&t.target.checksum)
                 )?;
             }
+        }
+        for d in &self.count_drift {
+            writeln!(
+                f,
+                "count mismatch: {} (parent {}): kept {}, rows {}",
+                d.counted, d.parent, d.kept, d.actual
+            )?;
         }
         for m in &self.ledger.mismatches {
             writeln!(

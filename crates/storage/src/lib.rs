@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod backend;
+pub mod counts;
 pub mod fault;
 pub mod files;
 pub mod group_commit;

@@ -240,7 +240,10 @@ pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<WebhookEvent>, i
 
 /// How many events are stored.
 pub fn count(conn: &mut DbConnection) -> Result<i64, Error> {
-    Ok(webhook_events::table.count().get_result(conn)?)
+    Ok(storage::counts::total(
+        conn,
+        storage::counts::Counted::table("webhook_events"),
+    )?)
 }
 
 #[cfg(test)]

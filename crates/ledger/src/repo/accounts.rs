@@ -148,7 +148,7 @@ pub fn list_accounts(conn: &mut DbConnection, page: Page) -> Result<(Vec<Account
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
-    let total: i64 = accounts::table.count().get_result(conn)?;
+    let total = storage::counts::total(conn, storage::counts::Counted::table("accounts"))?;
     Ok((rows.into_iter().map(to_account).collect(), total))
 }
 

@@ -138,13 +138,6 @@ pub fn events(
         .collect()
 }
 
-pub fn count_events(conn: &mut DbConnection, aggregate_id: &str) -> Result<i64, Error> {
-    Ok(account_events::table
-        .filter(account_events::aggregate_id.eq(aggregate_id))
-        .count()
-        .get_result(conn)?)
-}
-
 pub fn get_event(
     conn: &mut DbConnection,
     aggregate_id: &str,

@@ -30,7 +30,7 @@ pub fn list(
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
-    let total: i64 = of_note.count().get_result(conn)?;
+    let total = storage::counts::total(conn, storage::counts::Counted::comments_of(note_id))?;
     Ok((rows, total))
 }
 

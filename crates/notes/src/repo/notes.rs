@@ -1,6 +1,7 @@
 use diesel::prelude::*;
 use pagination::Page;
 use storage::DbConnection;
+use storage::counts::Counted;
 
 use crate::schema::notes;
 use crate::{Error, Note, NoteInput};
@@ -13,7 +14,7 @@ pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<Note>, i64), Err
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
-    let total: i64 = notes::table.count().get_result(conn)?;
+    let total = storage::counts::total(conn, Counted::table("notes"))?;
     Ok((rows, total))
 }
 

@@ -1,6 +1,7 @@
 use diesel::prelude::*;
 use pagination::Page;
 use storage::DbConnection;
+use storage::counts::Counted;
 
 use crate::schema::tags;
 use crate::{Error, Tag, TagInput};
@@ -24,7 +25,7 @@ pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<Tag>, i64), Erro
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
-    let total: i64 = tags::table.count().get_result(conn)?;
+    let total = storage::counts::total(conn, Counted::table("tags"))?;
     Ok((rows, total))
 }
 

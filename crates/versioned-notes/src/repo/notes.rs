@@ -70,5 +70,8 @@ pub fn page(conn: &mut DbConnection, page: Page) -> Result<Vec<VersionedNote>, E
 
 /// How many notes exist (V2's `meta.total`; V1's list shows no total and does not count).
 pub fn count(conn: &mut DbConnection) -> Result<i64, Error> {
-    Ok(vn::table.count().get_result(conn)?)
+    Ok(storage::counts::total(
+        conn,
+        storage::counts::Counted::table("versioned_notes"),
+    )?)
 }

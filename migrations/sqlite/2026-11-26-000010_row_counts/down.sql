@@ -1,0 +1,16 @@
+DROP TRIGGER notes_counted_insert;
+DROP TRIGGER notes_counted_delete;
+DROP TRIGGER tags_counted_insert;
+DROP TRIGGER tags_counted_delete;
+DROP TRIGGER articles_counted_insert;
+DROP TRIGGER articles_counted_delete;
+DROP TRIGGER versioned_notes_counted_insert;
+DROP TRIGGER versioned_notes_counted_delete;
+DROP TRIGGER accounts_counted_insert;
+DROP TRIGGER accounts_counted_delete;
+DROP TRIGGER webhook_events_counted_insert;
+DROP TRIGGER webhook_events_counted_delete;
+DROP TRIGGER comments_counted_insert;
+DROP TRIGGER comments_counted_delete;
+DROP TRIGGER notes_comments_uncounted;
+DROP TABLE row_counts;
