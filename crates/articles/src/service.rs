@@ -1,15 +1,12 @@
 //! Use cases spanning several repository calls and transactions.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use diesel::Connection;
 use storage::DbConnection;
 
 use crate::{Error, NewArticle, repo};
 
 /// Rows per multi-row `INSERT` when seeding (4 binds per row).
 pub const SEED_BATCH: usize = 1_000;
-/// Statements per transaction when seeding: one commit (one fsync) per 50,000 rows.
-const BATCHES_PER_TRANSACTION: usize = 50;
 
 const AUTHORS: [&str; 7] = [
     "Ada Lovelace",
@@ -47,34 +44,27 @@ pub fn demo_article(n: u64) -> NewArticle {
     }
 }
 
-/// Inserts `count` deterministic demo articles (numbers 1..=count) in multi-row `INSERT`s of
-/// `batch` rows, committing every 50 statements. `progress` is called after each commit with
-/// the number inserted so far. Returns the number inserted.
+/// Inserts `count` deterministic demo articles (numbers 1..=count: every run repeats the same
+/// sequence) in multi-row `INSERT`s of `batch` rows, committing every
+/// [`storage::seed::BATCHES_PER_TRANSACTION`] statements. `progress` is called after each
+/// commit with the number inserted so far. Returns the number inserted.
 pub fn seed(
     conn: &mut DbConnection,
     count: u64,
     batch: usize,
-    mut progress: impl FnMut(u64),
+    progress: impl FnMut(u64),
 ) -> Result<u64, Error> {
-    let batch = batch.clamp(1, 5_000) as u64;
-    let per_transaction = batch * BATCHES_PER_TRANSACTION as u64;
-    let mut done = 0u64;
-    while done < count {
-        let end = count.min(done + per_transaction);
-        conn.transaction(|c| -> Result<(), Error> {
-            let mut next = done + 1;
-            while next <= end {
-                let last = end.min(next + batch - 1);
-                let rows: Vec<NewArticle> = (next..=last).map(demo_article).collect();
-                repo::insert_batch(c, &rows)?;
-                next = last + 1;
-            }
-            Ok(())
-        })?;
-        done = end;
-        progress(done);
-    }
-    Ok(done)
+    storage::seed::in_batches(
+        conn,
+        1,
+        count,
+        batch,
+        |c, from, to| {
+            let rows: Vec<NewArticle> = (from..=to).map(demo_article).collect();
+            repo::insert_batch(c, &rows).map(drop)
+        },
+        progress,
+    )
 }
 
 #[cfg(test)]

@@ -12,6 +12,8 @@ pub struct Progress {
     pub table: &'static str,
     /// Rows copied so far.
     pub rows: u64,
+    /// Rows the source table holds (counted when its copy starts).
+    pub total: u64,
     /// True once the table is complete.
     pub done: bool,
 }
@@ -83,16 +85,19 @@ pub fn migrate(
             }
             for table in TABLES {
                 let table_name = table.name();
+                let total = u64::try_from(table.count(source)?).unwrap_or(0);
                 let rows = table.copy(source, target, &mut |rows| {
                     progress(Progress {
                         table: table_name,
                         rows,
+                        total,
                         done: false,
                     })
                 })?;
                 progress(Progress {
                     table: table_name,
                     rows,
+                    total,
                     done: true,
                 });
             }

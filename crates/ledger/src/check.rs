@@ -97,6 +97,15 @@ fn describe(s: &AccountState) -> String {
 
 /// Checks every account, and that no event lacks its account.
 pub fn check_all(conn: &mut DbConnection) -> Result<Report, Error> {
+    check_all_with_progress(conn, |_| {})
+}
+
+/// [`check_all`], telling `progress` how many accounts are checked so far after each batch of
+/// accounts (for a progress bar over [`storage::counts`]' number of accounts).
+pub fn check_all_with_progress(
+    conn: &mut DbConnection,
+    mut progress: impl FnMut(u64),
+) -> Result<Report, Error> {
     let mut report = Report::default();
     let mut after: Option<String> = None;
     loop {
@@ -116,6 +125,7 @@ pub fn check_all(conn: &mut DbConnection) -> Result<Report, Error> {
             }
         }
         after = Some(last);
+        progress(report.accounts);
     }
     let orphans = repo::count_orphan_events(conn)?;
     if orphans > 0 {

@@ -6,6 +6,7 @@ pub mod fold;
 mod model;
 pub mod repo;
 pub mod schema;
+pub mod seed;
 pub mod service;
 
 pub use error::Error;

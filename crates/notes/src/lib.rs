@@ -4,6 +4,7 @@ mod error;
 mod model;
 pub mod repo;
 pub mod schema;
+pub mod seed;
 
 pub use error::Error;
 pub use model::{

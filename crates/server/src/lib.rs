@@ -6,6 +6,7 @@ pub mod error;
 pub mod extract;
 pub mod middleware;
 pub mod openapi;
+pub mod progress;
 pub mod routes;
 pub mod settings;
 

@@ -1,4 +1,5 @@
-//! `server`: run the service, migrate, export the OpenAPI document, or seed demo articles.
+//! `server`: run the service, migrate, export the OpenAPI document, check the ledger, seed
+//! demo rows, or copy a database.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,7 +29,10 @@ enum Command {
     },
     /// Replay every account and report any projection that differs (exit 1 if one does)
     LedgerCheck,
-    /// Insert N deterministic demo articles (batched multi-row inserts)
+    /// Insert demo rows in bulk (batched multi-row inserts, a commit every 50 statements); each
+    /// run adds to what the tables hold
+    Seed(SeedArgs),
+    /// Insert N deterministic demo articles (`seed --articles N`)
     SeedArticles {
         /// How many articles to insert
         count: u64,
@@ -46,6 +50,66 @@ enum Command {
         #[arg(long)]
         to: String,
     },
+}
+
+#[derive(clap::Args, Default)]
+struct SeedArgs {
+    /// Notes ("Demo note N")
+    #[arg(long, default_value_t = 0)]
+    notes: u64,
+    /// Tags ("demo-tag-N")
+    #[arg(long, default_value_t = 0)]
+    tags: u64,
+    /// Comments, all on the oldest note (made first when there is none)
+    #[arg(long, default_value_t = 0)]
+    comments: u64,
+    /// Accounts ("demo-N", opened with balance 0)
+    #[arg(long, default_value_t = 0)]
+    accounts: u64,
+    /// Articles (the deterministic demo sequence 1..=N)
+    #[arg(long, default_value_t = 0)]
+    articles: u64,
+    /// Versioned notes (listed by /v1/notes and /v2/notes)
+    #[arg(long, default_value_t = 0)]
+    versioned_notes: u64,
+    /// Webhook events, as if delivered and verified
+    #[arg(long, default_value_t = 0)]
+    webhook_events: u64,
+    /// Rows per INSERT statement
+    #[arg(long, default_value_t = articles::service::SEED_BATCH)]
+    batch: usize,
+}
+
+/// One table's seed: connection, rows, rows per statement, progress (rows committed so far).
+type SeedFn =
+    fn(&mut storage::DbConnection, u64, usize, &mut dyn FnMut(u64)) -> anyhow::Result<u64>;
+
+impl SeedArgs {
+    fn plan(&self) -> [(&'static str, u64, SeedFn); 7] {
+        [
+            ("notes", self.notes, |c, n, b, p| {
+                Ok(notes::seed::notes(c, n, b, p)?)
+            }),
+            ("tags", self.tags, |c, n, b, p| {
+                Ok(notes::seed::tags(c, n, b, p)?)
+            }),
+            ("comments", self.comments, |c, n, b, p| {
+                Ok(notes::seed::comments(c, n, b, p)?)
+            }),
+            ("accounts", self.accounts, |c, n, b, p| {
+                Ok(ledger::seed::accounts(c, n, b, p)?)
+            }),
+            ("articles", self.articles, |c, n, b, p| {
+                Ok(articles::service::seed(c, n, b, p)?)
+            }),
+            ("versioned notes", self.versioned_notes, |c, n, b, p| {
+                Ok(versioned_notes::seed::notes(c, n, b, p)?)
+            }),
+            ("webhook events", self.webhook_events, |c, n, b, p| {
+                Ok(webhooks::seed::events(c, n, b, p)?)
+            }),
+        ]
+    }
 }
 
 fn main() {
@@ -92,7 +156,13 @@ async fn run() -> anyhow::Result<()> {
             let store = db.store().clone();
             let report = actix_web::web::block(move || -> anyhow::Result<_> {
                 let mut conn = store.checkout()?;
-                Ok(ledger::check::check_all(&mut conn)?)
+                let accounts = storage::counts::Counted::table("accounts");
+                let accounts = storage::counts::total(&mut conn, accounts)?;
+                let bar = server::progress::bar("accounts checked", accounts.unsigned_abs());
+                let report =
+                    ledger::check::check_all_with_progress(&mut conn, |n| bar.set_position(n))?;
+                bar.finish_and_clear();
+                Ok(report)
             })
             .await??;
             for m in &report.mismatches {
@@ -108,27 +178,46 @@ async fn run() -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         }
+        Command::Seed(args) => seed(args).await?,
         Command::SeedArticles { count, batch } => {
-            let settings = init_tool()?;
-            let db = server::app::open_database(&settings).await?;
-            let started = std::time::Instant::now();
-            // The seed commits its own transactions, many batches each.
-            let inserted = db
-                .read(move |c| {
-                    articles::service::seed(c, count, batch, |done| {
-                        log::info!("{done} of {count} articles inserted");
-                    })
-                })
-                .await
-                .map_err(|e| anyhow::anyhow!("seeding failed: {e}"))?;
-            println!(
-                "inserted {inserted} articles in {:.2} s",
-                started.elapsed().as_secs_f64()
-            );
+            let args = SeedArgs {
+                articles: count,
+                batch,
+                ..SeedArgs::default()
+            };
+            seed(args).await?;
         }
         Command::MigrateData { from, to } => migrate_data(from, to).await?,
     }
     Ok(())
+}
+
+/// Seeds each table in turn, each with its progress bar and a line when it is done.
+async fn seed(args: SeedArgs) -> anyhow::Result<()> {
+    let settings = init_tool()?;
+    let db = server::app::open_database(&settings).await?;
+    let store = db.store().clone();
+    actix_web::web::block(move || -> anyhow::Result<()> {
+        let mut conn = store.checkout()?;
+        for (what, count, seed) in args.plan() {
+            if count == 0 {
+                continue;
+            }
+            let started = std::time::Instant::now();
+            let bar = server::progress::bar(what, count);
+            let inserted = seed(&mut conn, count, args.batch, &mut |done| {
+                bar.set_position(done)
+            })
+            .with_context(|| format!("seeding {what} failed"))?;
+            bar.finish_and_clear();
+            println!(
+                "inserted {inserted} {what} in {:.2} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        Ok(())
+    })
+    .await?
 }
 
 /// Takes no `Settings`: both databases are named on the command line, not by `DATABASE_URL`.
@@ -136,14 +225,19 @@ async fn migrate_data(from: String, to: String) -> anyhow::Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let outcome = actix_web::web::block(move || {
         let (mut source, mut target) = data_migration::connect(&from, &to)?;
-        let mut next_log = 100_000;
+        let mut bar: Option<(&str, indicatif::ProgressBar)> = None;
         data_migration::migrate(&mut source, &mut target, |p| {
+            if bar.as_ref().is_none_or(|(table, _)| *table != p.table) {
+                bar = Some((p.table, server::progress::bar(p.table, p.total)));
+            }
+            if let Some((_, b)) = &bar {
+                b.set_position(p.rows);
+            }
             if p.done {
+                if let Some((_, b)) = bar.take() {
+                    b.finish_and_clear();
+                }
                 log::info!("{}: {} rows copied", p.table, p.rows);
-                next_log = 100_000;
-            } else if p.rows >= next_log {
-                log::info!("{}: {} rows so far", p.table, p.rows);
-                next_log = p.rows + 100_000;
             }
         })
     })

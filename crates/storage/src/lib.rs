@@ -6,6 +6,7 @@ pub mod fault;
 pub mod files;
 pub mod group_commit;
 mod migrations;
+pub mod seed;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;

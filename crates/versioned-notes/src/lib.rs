@@ -5,6 +5,7 @@ mod error;
 mod model;
 pub mod repo;
 pub mod schema;
+pub mod seed;
 
 pub use deprecation::{DeprecationForm, caller};
 pub use error::Error;

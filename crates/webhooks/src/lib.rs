@@ -5,6 +5,7 @@ mod model;
 mod recorder;
 pub mod repo;
 pub mod schema;
+pub mod seed;
 
 pub use error::Error;
 
