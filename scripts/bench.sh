@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# `just bench`: release build, seed 10,000 notes, load-test the main routes with wrk on SQLite and
-# PostgreSQL, measure the bare actix-web + Diesel ceiling in the same run, and write
-# docs/PERFORMANCE.md. Installs wrk from the Debian packages when it is missing. Ends with
+# `just bench`: release build; on SQLite and PostgreSQL: seed 10,000 notes and load-test the main
+# routes with wrk, measuring the bare actix-web + Diesel ceiling in the same run; grow the
+# articles to 10k, 100k and 1M rows and time offset and cursor pages at three depths (the curve);
+# seed every listed table to 1,000,000 rows (`server seed`) and time the first page of every
+# list against the point read; then every write route at 16 connections (the write tails).
+# The server's peak memory is read after each section. Writes docs/PERFORMANCE.md and
+# docs/pagination-curve.svg. Installs wrk from the Debian packages when it is missing. Ends with
 # scripts/bench-mcp.sh (the MCP gateway's added latency), written as its own section.
-# BENCH_DURATION (seconds per run, default 10), BENCH_CONNECTIONS (default 16),
-# BENCH_PG_URL (admin URL, default postgres://postgres@127.0.0.1:5432/test; empty skips PostgreSQL).
+# BENCH_DURATION (seconds per run, default 10), BENCH_SHORT (seconds per run of the curve, the
+# 1M lists and the writes, default 5), BENCH_ROWS (rows per table of the big sections, default
+# 1000000), BENCH_CONNECTIONS (default 16),
+# BENCH_PG_URL (admin URL, default postgres://postgres@127.0.0.1:5432/test; empty skips PostgreSQL),
+# BENCH_MCP (0 skips the MCP gateway section).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
@@ -14,7 +21,8 @@ CONNS="${BENCH_CONNECTIONS:-16}"
 PG_ADMIN="${BENCH_PG_URL-postgres://postgres@127.0.0.1:5432/test}"
 NOTES=10000
 export NOTES
-ARTICLES="${BENCH_ARTICLES:-1000000}"
+SHORT="${BENCH_SHORT:-5}"
+ROWS="${BENCH_ROWS:-1000000}"
 WEBHOOK_SECRET="bench-secret-$(date +%s)-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 export WEBHOOK_SECRET
 
@@ -31,17 +39,30 @@ trap clean_up EXIT
 
 peak_kib() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
-load() { # backend name url [lua]
+load() { # backend name url [lua]  (RUN_SECONDS overrides BENCH_DURATION)
   local backend=$1 name=$2 url=$3 script=${4:-}
   local file; file="$results/$(date +%s%N)__${backend}.txt"
   echo "# route: $name" > "$file"
-  if [ -n "$script" ]; then
-    wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s "$script" "$url" >> "$file"
-  else
-    wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "$url" >> "$file"
-  fi
-  echo "  $name: $(grep Requests/sec "$file" | awk '{print $2}') req/s"
+  local args=(-t1 -c"$CONNS" -d"${RUN_SECONDS:-$DURATION}s" --latency)
+  if [ -n "$script" ]; then args+=(-s "$script"); fi
+  wrk "${args[@]}" "$url" >> "$file"
+  echo "  $name: $(grep Requests/sec "$file" | awk '{print $2}') req/s, p99 $(awk '$1 == "99%" {print $2}' "$file")"
 }
+
+# short backend name url [lua]: a run of BENCH_SHORT seconds.
+short() { RUN_SECONDS=$SHORT load "$@"; }
+
+# replay backend name base pool: the requests of $work/pools/pool.txt in order (replay.lua).
+replay() { REQUESTS="$work/pools/$4.txt" short "$1" "$2" "$3" scripts/bench/replay.lua; }
+
+# memory backend section pid: the server's peak resident memory so far, after this section.
+memory() { echo "$1 $2 $(peak_kib "$3")" >> "$results/memory"; }
+
+# total base path: the `total` of a list's first page.
+total() { curl -s "$1$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])'; }
+
+# seed backend database_url ARGS...: `server seed` on the running server's database.
+seed() { local url=$2; shift 2; DATABASE_URL="$url" "$BIN" seed "$@" | sed 's/^/  /'; }
 
 seed_notes() { # backend database
   if [ "$1" = sqlite ]; then
@@ -57,10 +78,11 @@ PY
   fi
 }
 
-seed_tokens() { # base_url -> prints raw tokens, one per line
+seed_tokens() { # base_url backend -> prints raw tokens, one per line; the user id into $work/uid-BACKEND
   local base=$1 uid
   uid=$(curl -s -X POST -H 'content-type: application/json' -d '{"name":"bench"}' "$base/users" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  echo "$uid" > "$work/uid-$2"
   for i in $(seq 1 50); do
     curl -s -X POST -H 'content-type: application/json' -H "x-user-id: $uid" \
       -d '{"scope":"read"}' "$base/users/$uid/tokens" |
@@ -94,7 +116,7 @@ bench_backend() { # backend database_url seed_target
   load "$backend" "POST /notes" "$base/notes" scripts/bench/post_note.lua
 
   # Area D: verify a pool of 40 valid, 10 revoked and 50 unknown tokens.
-  seed_tokens "$base" > "$work/tokens-$backend"
+  seed_tokens "$base" "$backend" > "$work/tokens-$backend"
   TOKENS_FILE="$work/tokens-$backend" load "$backend" "POST /tokens/verify" "$base" scripts/bench/verify_token.lua
 
   # Area F: distinct 1 KB bodies, signed just before the run with timestamps that advance by one
@@ -109,16 +131,60 @@ bench_backend() { # backend database_url seed_target
   ACCOUNTS=100 load "$backend" "POST /accounts/{id}/events (100 accounts)" "$base" scripts/bench/append_event.lua
   DATABASE_URL="$url" "$BIN" ledger-check
 
-  # Area B: 1,000,000 articles; cursor and offset pages at the first, middle and last depth.
-  DATABASE_URL="$url" "$BIN" seed-articles "$ARTICLES" > /dev/null
-  local mid=$((ARTICLES / 2))
-  load "$backend" "GET /articles/cursor first page" "$base/articles/cursor?limit=20"
-  load "$backend" "GET /articles/cursor middle page" "$base/articles/cursor?limit=20&after=$mid"
-  load "$backend" "GET /articles/cursor last page" "$base/articles/cursor?limit=20&after=21"
-  load "$backend" "GET /articles/offset first page" "$base/articles/offset?limit=20"
-  load "$backend" "GET /articles/offset middle page" "$base/articles/offset?limit=20&offset=$mid"
-  load "$backend" "GET /articles/offset last page" "$base/articles/offset?limit=20&offset=$((ARTICLES - 20))"
-  echo "$backend $(peak_kib "$pid")" >> "$results/memory"
+  memory "$backend" "10k rows: main routes" "$pid"
+
+  # The curve (area B): offset and cursor pages at the first, middle and last depth as the
+  # articles grow to 10k, 100k and ROWS rows (each seed repeats the demo sequence from 1).
+  local have=0 n
+  for n in 10000 100000 "$ROWS"; do
+    if [ "$n" -gt "$ROWS" ] || [ "$n" -le "$have" ]; then continue; fi
+    seed "$backend" "$url" --articles $((n - have)) --batch 2000
+    have=$n
+    local mid=$((n / 2)) depth
+    for depth in "first:" "middle:&after=$mid" "last:&after=21"; do
+      short "$backend" "curve: cursor ${depth%%:*} page @ $n" "$base/articles/cursor?limit=20${depth#*:}"
+    done
+    for depth in "first:" "middle:&offset=$mid" "last:&offset=$((n - 20))"; do
+      short "$backend" "curve: offset ${depth%%:*} page @ $n" "$base/articles/offset?limit=20${depth#*:}"
+    done
+  done
+  memory "$backend" "articles to $ROWS rows: the curve" "$pid"
+
+  # Every listed table at ROWS rows: the first page of each list against the point read.
+  local notes; notes=$(total "$base" "/notes?limit=1")
+  seed "$backend" "$url" --notes $((ROWS > notes ? ROWS - notes : 0)) --tags "$ROWS" \
+    --comments "$ROWS" --accounts "$ROWS" --versioned-notes "$ROWS" --webhook-events "$ROWS" \
+    --batch 2000
+  local uid; uid=$(cat "$work/uid-$backend")
+  python3 scripts/bench/pools.py rows "$work/pools" "$ROWS" "$uid"
+  replay "$backend" "1M: GET /notes/{id}" "$base" get_note
+  local list
+  for list in /notes /tags /notes/{id}/comments:/notes/1/comments /articles/offset \
+    /articles/cursor /v1/notes /v2/notes /accounts /accounts/{id}/events:/accounts/bench-0/events \
+    /webhook/events; do
+    short "$backend" "1M: GET ${list%%:*} first page" "$base${list#*:}?limit=20"
+  done
+  USER_ID=$uid replay "$backend" "1M: GET /users/{id}/tokens first page" "$base" list_tokens
+  memory "$backend" "$ROWS rows: lists" "$pid"
+
+  # The write tails: every write route at CONNS connections, on the ROWS-row tables.
+  local route
+  for route in "POST /notes:post_note" "PUT /notes/{id}:put_note" "DELETE /notes/{id}:delete_note" \
+    "POST /tags:post_tag" "PUT /tags/{id}:put_tag" "DELETE /tags/{id}:delete_tag" \
+    "POST /notes/{id}/comments:post_comment" "PUT /notes/{id}/comments/{id}:put_comment" \
+    "DELETE /notes/{id}/comments/{id}:delete_comment" "POST /articles:post_article" \
+    "POST /v1/notes:post_v1_note" "POST /v2/notes:post_v2_note" "POST /users:post_user" \
+    "POST /accounts:post_account"; do
+    replay "$backend" "writes: ${route%%:*}" "$base" "${route#*:}"
+  done
+  USER_ID=$uid replay "$backend" "writes: POST /users/{id}/tokens" "$base" post_token
+  curl -s -H "x-user-id: $uid" "$base/users/$uid/tokens" | python3 scripts/bench/pools.py tokens "$work/pools" "$uid"
+  USER_ID=$uid replay "$backend" "writes: DELETE /users/{id}/tokens/{id}" "$base" delete_token
+  USER_ID=$uid replay "$backend" "writes: POST /users/{id}/tokens/{id}/rotate" "$base" rotate_token
+  ACCOUNTS=100 short "$backend" "writes: POST /accounts/{id}/events" "$base" scripts/bench/append_event.lua
+  python3 scripts/bench/webhook_pool.py --secret "$WEBHOOK_SECRET" --count $((SHORT * 40000)) --out "$work/pool-$backend-writes"
+  WEBHOOK_POOL="$work/pool-$backend-writes" short "$backend" "writes: POST /webhook" "$base/webhook" scripts/bench/post_webhook.lua
+  memory "$backend" "writes" "$pid"
   stop_server "$pid"
 }
 
@@ -147,14 +213,15 @@ fi
 
 # Issue 8: latency the MCP gateway adds (tools/call get_note vs GET /notes/{id}), same run;
 # report.py appends its section. A failure here leaves the section out, not the wrk results.
-echo "== MCP gateway"
-MCP_BENCH_OUT="$results/mcp.md" bash scripts/bench-mcp.sh ||
-  echo "scripts/bench-mcp.sh failed: no MCP section in docs/PERFORMANCE.md" >&2
+if [ "${BENCH_MCP:-1}" = 1 ]; then
+  echo "== MCP gateway"
+  MCP_BENCH_OUT="$results/mcp.md" bash scripts/bench-mcp.sh ||
+    echo "scripts/bench-mcp.sh failed: no MCP section in docs/PERFORMANCE.md" >&2
+fi
 
 cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 python3 - "$results" <<PY
 import json, sys
-mem = dict(line.split() for line in open("$results/memory"))
 header = f"""# Performance
 
 Measured by \`just bench\` (scripts/bench.sh) on $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown).
@@ -169,11 +236,16 @@ requests once, before the run (scripts/bench/*.lua), so wrk takes the same small
 cores for every route; webhook deliveries are signed at the second they are expected to be sent
 (40,000 per second of the run, scripts/bench/webhook_pool.py), as a real sender signs. The ceiling is
 \`crates/server/examples/bare_ceiling.rs\`: bare actix-web + Diesel reading the same table with no
-middleware. Peak server memory (VmHWM) during the runs: """ + ", ".join(f"{k} {int(v)/1024:.0f} MiB" for k, v in mem.items()) + """.
+middleware. The sections after the main routes: the curve (articles grown to 10k, 100k and
+$ROWS rows; \`wrk -d${SHORT}s\` per point), every listed table seeded to $ROWS rows by \`server seed\`
+(comments all on note 1; \`/accounts/bench-0/events\` is the hot account of the ledger runs),
+then every write route (\`wrk -d${SHORT}s\`, scripts/bench/pools.py and replay.lua: distinct
+targets for DELETE and unique names, random seeded rows otherwise). Peak server memory (VmHWM)
+is read after each section (table below).
 
-Reproduce: \`just bench\` (installs wrk if missing). Knobs: BENCH_DURATION, BENCH_CONNECTIONS, BENCH_PG_URL.
+Reproduce: \`just bench\` (installs wrk if missing). Knobs: BENCH_DURATION, BENCH_SHORT, BENCH_ROWS, BENCH_CONNECTIONS, BENCH_PG_URL.
 """
 json.dump({"header": header}, open("$results/meta.json", "w"))
 PY
-python3 scripts/bench/report.py "$results" > docs/PERFORMANCE.md
+python3 scripts/bench/report.py "$results" --svg docs/pagination-curve.svg > docs/PERFORMANCE.md
 echo "wrote docs/PERFORMANCE.md"

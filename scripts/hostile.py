@@ -444,7 +444,9 @@ class Ctx(Scenario):
         return [tuple(line.split("|")) for line in out.splitlines()]
 
     def usage(self):
-        """(rows, calls) of the V1 usage counter."""
+        """(rows, calls) of the V1 usage counter. The server writes its tally of V1 calls once a
+        second (versioned_notes::tally), so this first waits out one write."""
+        time.sleep(1.5)
         rows, calls = self.sql("SELECT count(*), coalesce(sum(calls), 0) FROM v1_usage")[0]
         return int(rows), int(calls)
 

@@ -82,6 +82,31 @@ def main():
             if r and target:
                 mark = "meets" if r["rps"] >= target else "misses"
                 ratios.append(f"- {b}: ledger appends to {n} = **{r['rps']:,.0f}/s** (target ≥ {target:,}/s, {mark} it)")
+    # Issue 21: at ROWS rows the first page of every list keeps at least half the point read.
+    for b in backends:
+        point = rows.get("1M: GET /notes/{id}", {}).get(b)
+        for name, by_backend in rows.items():
+            r = by_backend.get(b)
+            if point and r and point["rps"] and name.startswith("1M: GET ") and name.endswith(" first page"):
+                ratio = r["rps"] / point["rps"]
+                mark = "meets" if ratio >= 0.5 else "misses"
+                ratios.append(f"- {b}: `{name.removeprefix('1M: ')}` at 1M rows = **{ratio:.2f}×** the point read of the same tables "
+                              f"({r['rps']:,.0f} vs {point['rps']:,.0f} req/s; target ≥ 0.5×, {mark} it)")
+        page, point = rows.get("GET /notes?limit=20", {}).get(b), rows.get("GET /notes/{id}", {}).get(b)
+        if page and point and point["rps"]:
+            ratios.append(f"- {b}: `GET /notes?limit=20` at 10k rows = **{page['rps'] / point['rps']:.2f}×** the point read "
+                          f"({page['rps']:,.0f} vs {point['rps']:,.0f} req/s)")
+    # Issue 21: SQLite's write tails at 16 connections, every write route (PostgreSQL shown too).
+    for b in backends:
+        worst = None
+        for name, by_backend in rows.items():
+            r = by_backend.get(b)
+            if r and name.startswith("writes: ") and millis(r["p99"]) is not None:
+                if worst is None or millis(r["p99"]) > millis(worst[1]["p99"]):
+                    worst = (name, r)
+        if worst:
+            target = " (target ≤ 10 ms, " + ("meets" if millis(worst[1]["p99"]) <= 10 else "misses") + " it)" if b == "sqlite" else ""
+            ratios.append(f"- {b}: slowest write route at p99 = **{worst[1]['p99']}** (`{worst[0].removeprefix('writes: ')}`){target}")
     print(meta["header"])
     print("\n".join(out))
     for b in backends:
@@ -108,6 +133,24 @@ def main():
     print("Ratios within this run:")
     print()
     print("\n".join(ratios))
+    memory = results_dir / "memory"
+    if memory.exists():
+        peaks = {}
+        for line in memory.read_text().splitlines():
+            backend, rest = line.split(" ", 1)
+            section, kib = rest.rsplit(" ", 1)
+            peaks.setdefault(section, {})[backend] = int(kib) / 1024
+        print()
+        print("Peak server memory (VmHWM, MiB) after each section; target ≤ 64 MiB through the whole run:")
+        print()
+        print("| Section | " + " | ".join(backends) + " |")
+        print("|---|" + "---|" * len(backends))
+        for section, by_backend in peaks.items():
+            print(f"| {section} | " + " | ".join(f"{by_backend[b]:.0f}" if b in by_backend else "–" for b in backends) + " |")
+        for b in backends:
+            top = max((v[b] for v in peaks.values() if b in v), default=None)
+            if top is not None:
+                print(f"\n- {b}: peak **{top:.0f} MiB** (target ≤ 64 MiB, {'meets' if top <= 64 else 'misses'} it)")
     errors = [f"{n} ({b}): {r['non2xx']}" for n, bb in rows.items() for b, r in bb.items() if r["non2xx"]]
     if errors:
         print()

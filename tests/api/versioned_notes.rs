@@ -499,6 +499,19 @@ async fn usage(app: &TestApp) -> Value {
     json(app.get("/metrics/v1-usage?limit=100").await, StatusCode::OK).await
 }
 
+/// The usage list once `done` holds for it, polled for up to 20 s: another instance writes its
+/// tally of V1 calls about once a second.
+async fn usage_once(app: &TestApp, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let u = usage(app).await;
+        if done(&u) || std::time::Instant::now() > deadline {
+            return u;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 async fn v1_calls_are_counted_per_caller(app: TestApp) {
     assert_eq!(
         usage(&app).await,
@@ -619,7 +632,9 @@ async fn usage_counts_add_up_across_instances(backend: Backend) {
             .unwrap();
         assert_v1_headers(&res, "true");
     }
-    let u = usage(&app).await;
+    // The first instance's call is written before its answer; the second's arrive with its
+    // next write of the tally, about a second later (nothing reads through it).
+    let u = usage_once(&app, |u| u["items"][0]["calls"] == 3).await;
     assert_eq!(
         u["items"],
         json!([{

@@ -14,7 +14,7 @@ use serde_json::Value;
 use storage::{Database, Store};
 
 use crate::db::Db;
-use crate::middleware::deprecation::{self, V1Policy};
+use crate::middleware::deprecation::{self, V1Policy, V1Usage};
 use crate::middleware::limits::{self, ConnectionCounter, Limits};
 use crate::middleware::problems::{self, BodyLimit, ProblemBase, RouteTable};
 use crate::middleware::{access_log, headers, path, rate_limit, token_auth};
@@ -99,6 +99,7 @@ impl Application {
             .with_context(|| format!("BIND: cannot listen on {}", settings.bind))?;
         let port = listener.local_addr()?.port();
         let doc = Arc::new(openapi::generate().await);
+        let v1_usage = Data::new(V1Usage::new(db.store().clone()));
         let shared = Shared {
             appender: Data::new(ledger::Appender::new(db.store().clone())),
             recorder: Data::new(webhooks::Recorder::new(db.store().clone())),
@@ -119,6 +120,7 @@ impl Application {
                 max_body_bytes: settings.max_body_bytes,
                 request_timeout: settings.request_timeout,
             }),
+            v1_usage,
             v1_policy: Data::new(V1Policy {
                 form: settings.deprecation_form,
                 proxies: settings.trusted_proxies,
@@ -181,6 +183,7 @@ struct Shared {
     body_limit: usize,
     limits: Data<Limits>,
     v1_policy: Data<V1Policy>,
+    v1_usage: Data<V1Usage>,
     webhooks: Data<routes::webhooks::WebhookState>,
     example_auth: Data<routes::examples::ExampleAuth>,
     cors_origins: Vec<String>,
@@ -230,6 +233,7 @@ impl Shared {
             .app_data(self.recorder)
             .app_data(self.info)
             .app_data(self.v1_policy)
+            .app_data(self.v1_usage)
             .app_data(self.webhooks)
             .app_data(self.example_auth)
             .app_data(self.problem_base)

@@ -14,8 +14,8 @@ pub mod timestamp;
 mod write_queue;
 
 pub use backend::{
-    Backend, CHECKPOINTER_NICE, Conn, Database, DbConnection, Pool, PooledConn, StorageError,
-    Synchronous, Timeouts,
+    Backend, CHECKPOINTER_NICE, Conn, Database, DbConnection, Pool, PooledConn, SQLITE_CACHE_KIB,
+    StorageError, Synchronous, Timeouts,
 };
 pub use fault::{Failure, Fault, StoreError};
 pub use group_commit::GroupCommit;

@@ -24,3 +24,35 @@ fn the_bundled_sqlite_keeps_query_plans_stable() {
         "SQLite was built without SQLITE_ENABLE_QPSG"
     );
 }
+
+#[derive(diesel::QueryableByName)]
+struct CacheSize {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    cache_size: i64,
+}
+
+#[derive(diesel::QueryableByName)]
+struct MmapSize {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    mmap_size: i64,
+}
+
+/// Every SQLite connection gets the page cache the memory budget counts on, and no memory-mapped
+/// I/O (mapped pages of a large file would grow the server's resident memory with the file).
+#[test]
+fn connections_have_the_budgeted_page_cache_and_no_mmap() {
+    let dir = std::env::temp_dir().join(format!("sqlite-memory-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("sqlite://{}/m.db", dir.display());
+    let mut conn = Database::parse(&url).unwrap().establish().unwrap();
+    let cache: CacheSize = diesel::sql_query("PRAGMA cache_size")
+        .get_result(&mut conn)
+        .unwrap();
+    assert_eq!(cache.cache_size, -i64::from(storage::SQLITE_CACHE_KIB));
+    let mmap: MmapSize = diesel::sql_query("PRAGMA mmap_size")
+        .get_result(&mut conn)
+        .unwrap();
+    assert_eq!(mmap.mmap_size, 0);
+    drop(conn);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

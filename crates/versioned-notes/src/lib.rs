@@ -6,6 +6,7 @@ mod model;
 pub mod repo;
 pub mod schema;
 pub mod seed;
+pub mod tally;
 
 pub use deprecation::{DeprecationForm, caller};
 pub use error::Error;

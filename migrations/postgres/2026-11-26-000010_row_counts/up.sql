@@ -80,10 +80,15 @@ CREATE TRIGGER webhook_events_counted_insert AFTER INSERT ON webhook_events
 CREATE TRIGGER webhook_events_counted_delete AFTER DELETE ON webhook_events
     REFERENCING OLD TABLE AS removed_rows FOR EACH STATEMENT EXECUTE FUNCTION row_counts_removed();
 
+-- A note's comment count is sharded like a table's, so that writers of one busy note's comments
+-- do not queue on one row either: each adds or subtracts on its own shard row (made on first
+-- use; a shard may go below zero when another shard counted the rows it deletes), and the
+-- total is the sum.
 CREATE FUNCTION comment_counts_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO row_counts (counted, parent, shard, n)
-        SELECT 'comments', note_id, 0, COUNT(*) FROM added_rows GROUP BY note_id
+        SELECT 'comments', note_id, pg_backend_pid() % 16, COUNT(*) FROM added_rows
+        GROUP BY note_id ORDER BY note_id
         ON CONFLICT (counted, parent, shard) DO UPDATE SET n = row_counts.n + EXCLUDED.n;
     RETURN NULL;
 END
@@ -91,9 +96,13 @@ $$;
 
 CREATE FUNCTION comment_counts_removed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE row_counts r SET n = r.n - d.k
-    FROM (SELECT note_id, COUNT(*) AS k FROM removed_rows GROUP BY note_id) d
-    WHERE r.counted = 'comments' AND r.parent = d.note_id AND r.shard = 0;
+    -- Not for a note deleted with its comments (cascade): its counts go with it
+    -- (comment_counts_dropped), whichever of the two triggers runs first.
+    INSERT INTO row_counts (counted, parent, shard, n)
+        SELECT 'comments', r.note_id, pg_backend_pid() % 16, -COUNT(*) FROM removed_rows r
+        WHERE EXISTS (SELECT 1 FROM notes n WHERE n.id = r.note_id)
+        GROUP BY r.note_id ORDER BY r.note_id
+        ON CONFLICT (counted, parent, shard) DO UPDATE SET n = row_counts.n + EXCLUDED.n;
     RETURN NULL;
 END
 $$;

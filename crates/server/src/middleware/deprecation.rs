@@ -12,10 +12,15 @@ use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
-use actix_web::web::Data;
-use versioned_notes::{DeprecationForm, caller, repo};
+use std::sync::Arc;
+use std::time::Duration;
 
-use crate::db::Db;
+use actix_web::web::{self, Data};
+use storage::Store;
+use storage::timestamp::now_rfc3339;
+use versioned_notes::tally::Tally;
+use versioned_notes::{DeprecationForm, caller};
+
 use crate::middleware::client::TrustedProxies;
 use crate::middleware::token_auth::Authenticated;
 
@@ -50,7 +55,7 @@ pub async fn headers(
     Ok(res)
 }
 
-/// Counts a V1 call that passed the rate limit and the token guard.
+/// Counts a V1 call that passed the rate limit and the token guard, in [`V1Usage`]'s tally.
 pub async fn count(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -67,15 +72,87 @@ pub async fn count(
             policy.proxies.of(&req),
         ),
     };
-    let db = req.app_data::<Data<Db>>().cloned();
+    let usage = req.app_data::<Data<V1Usage>>().cloned();
     let res = next.call(req).await?.map_into_boxed_body();
-    // Counting never fails the call: a database problem here is only logged.
-    if let Some(db) = db
-        && let Err(err) = db.write(move |c| repo::usage::record(c, &who)).await
-    {
-        log::warn!("cannot count a V1 call: {err}");
+    if let Some(usage) = usage {
+        usage.record(&who);
     }
     Ok(res)
+}
+
+/// The V1 calls counted since the last write (`versioned_notes::tally`) and the store they go
+/// to. A thread writes them every second; `GET /metrics/v1-usage` writes them before it reads,
+/// so this instance's calls are all in its answer; the last handle to go writes what is left.
+/// Counting never fails a call: a write that fails is logged and its counts wait for the next.
+#[derive(Clone)]
+pub struct V1Usage {
+    inner: Arc<UsageInner>,
+}
+
+struct UsageInner {
+    tally: Tally,
+    store: Store,
+}
+
+impl V1Usage {
+    pub fn new(store: Store) -> Self {
+        let inner = Arc::new(UsageInner {
+            tally: Tally::default(),
+            store,
+        });
+        let writer = Arc::downgrade(&inner);
+        // Without the thread the tally is still written when full, when read, and at the end.
+        let _ = std::thread::Builder::new()
+            .name("v1-usage".into())
+            .spawn(move || {
+                while let Some(inner) = {
+                    std::thread::sleep(WRITE_EVERY);
+                    writer.upgrade()
+                } {
+                    inner.write();
+                }
+            });
+        V1Usage { inner }
+    }
+
+    /// Counts one call; a full tally is written on the blocking pool, off this request.
+    pub fn record(&self, caller: &str) {
+        if self.inner.tally.record(caller, &now_rfc3339()) {
+            let inner = Arc::clone(&self.inner);
+            drop(actix_web::rt::task::spawn_blocking(move || inner.write()));
+        }
+    }
+
+    /// Writes what is counted, now.
+    pub async fn write(&self) {
+        let inner = Arc::clone(&self.inner);
+        let _ = web::block(move || inner.write()).await;
+    }
+}
+
+/// How often the thread writes the tally: the most a killed process loses.
+const WRITE_EVERY: Duration = Duration::from_secs(1);
+
+impl UsageInner {
+    fn write(&self) {
+        let counts = self.tally.take();
+        if counts.is_empty() {
+            return;
+        }
+        if let Err(err) = self
+            .store
+            .write(|c| versioned_notes::repo::usage::record_all(c, &counts))
+        {
+            log::warn!("cannot count {} V1 callers yet: {err:?}", counts.len());
+            self.tally.restore(counts);
+        }
+    }
+}
+
+impl Drop for UsageInner {
+    fn drop(&mut self) {
+        self.write();
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use super::dto::{ClampedPageQuery, NO_NUL_PATTERN, TEXT_PATTERN};
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
+use crate::middleware::deprecation::V1Usage;
 
 /// A note in the V1 shape: exactly these four members (the body is `content`; no tags, no
 /// `updated_at`).
@@ -283,14 +284,17 @@ crate::list_dto!(V1UsageList, V1UsageDto);
 /// Who still calls V1
 ///
 /// Every request under `/v1` counted per caller (`X-User-Id`, else the client address), most
-/// calls first, across every instance sharing the database. `limit` (default 20, clamped into
+/// calls first, across every instance sharing the database: this instance's calls up to this
+/// request, the other instances' up to about a second ago. `limit` (default 20, clamped into
 /// 1..100) and `offset` (default 0).
 #[api_operation(operation_id = "v1_usage", tag = "meta", error_code = 422)]
 pub async fn v1_usage(
     db: Data<Db>,
+    usage: Data<V1Usage>,
     q: RawQuery<ClampedPageQuery>,
 ) -> Result<Json<V1UsageList>, ApiError> {
     let page = paging(&q)?;
+    usage.write().await;
     let (items, total) = db.read(move |c| repo::usage::list(c, page)).await?;
     Ok(Json(ListEnvelope::new(items, page, total).into()))
 }

@@ -13,6 +13,14 @@ use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
 use diesel::sqlite::SqliteConnection;
 
+/// Each SQLite connection's page cache, in KiB (`PRAGMA cache_size=-N`, SQLite's default
+/// size made explicit). A process holds at most the pool's 8 connections, the group-commit
+/// writers' and the checkpointer's, so page caches take at most about 24 MiB however large the
+/// file grows; the operating system's file cache holds the rest of a hot database for every
+/// connection at once. Memory-mapped I/O stays off (`mmap_size=0`): mapped pages of the file
+/// would count in the server's resident memory and grow it with the database.
+pub const SQLITE_CACHE_KIB: u32 = 2_048;
+
 /// One connection type for both backends; repositories take `&mut DbConnection`.
 #[derive(diesel::MultiConnection)]
 pub enum DbConnection {
@@ -205,7 +213,8 @@ impl Database {
                 conn.batch_execute(&format!(
                     "PRAGMA busy_timeout={}; PRAGMA journal_mode=WAL; \
                      PRAGMA synchronous={}; PRAGMA foreign_keys=ON; \
-                     PRAGMA wal_autocheckpoint=10000;",
+                     PRAGMA wal_autocheckpoint=10000; \
+                     PRAGMA cache_size=-{SQLITE_CACHE_KIB}; PRAGMA mmap_size=0;",
                     t.lock.as_millis(),
                     self.synchronous.pragma(),
                 ))
