@@ -4,6 +4,7 @@
 use diesel::prelude::*;
 use pagination::{Cursor, CursorPage, OffsetPage, Page};
 use storage::DbConnection;
+use storage::counts::{self, Counted};
 
 use crate::schema::articles;
 use crate::{Article, Error, NewArticle};
@@ -49,13 +50,14 @@ pub fn insert_batch(conn: &mut DbConnection, rows: &[NewArticle]) -> Result<usiz
 /// (`storage::counts`, no scan). The page's cost grows with the offset: the skipped rows are
 /// read and thrown away, which is why the cursor route exists.
 pub fn list_offset(conn: &mut DbConnection, page: Page) -> Result<OffsetPage<Article>, Error> {
-    let rows: Vec<Article> = articles::table
-        .select(articles::all_columns)
+    let counted = Counted::table("articles");
+    let rows: Vec<(Article, i64)> = articles::table
+        .select((articles::all_columns, counts::total_column(counted)))
         .order(articles::id.desc())
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
-    let total = count(conn)?;
+    let (rows, total) = counts::split(conn, rows, counted)?;
     Ok(OffsetPage::new(rows, page, total))
 }
 
@@ -76,8 +78,5 @@ pub fn list_cursor(conn: &mut DbConnection, cursor: Cursor) -> Result<CursorPage
 
 /// How many articles there are.
 pub fn count(conn: &mut DbConnection) -> Result<i64, Error> {
-    Ok(storage::counts::total(
-        conn,
-        storage::counts::Counted::table("articles"),
-    )?)
+    Ok(counts::total(conn, Counted::table("articles"))?)
 }

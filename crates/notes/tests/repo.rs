@@ -95,3 +95,34 @@ fn comments_belong_to_their_note_and_cascade() {
         ));
     });
 }
+
+/// A list reads its page and its total in one statement; a page past the end carries no row to
+/// hold the total, so it is read on its own, and for comments the note must still exist.
+#[test]
+fn pages_past_the_end_keep_their_total() {
+    on_each_backend(|c| {
+        let past = Page {
+            limit: 5,
+            offset: 10,
+        };
+        let n = repo::notes::create(c, &note("n")).unwrap();
+        let tag = TagInput::from_json(json!({"name": "t"}).as_object().unwrap()).unwrap();
+        repo::tags::create(c, &tag).unwrap();
+        let body = CommentInput::from_json(json!({"body": "b"}).as_object().unwrap()).unwrap();
+        repo::comments::create(c, n.id, &body).unwrap();
+        repo::comments::create(c, n.id, &body).unwrap();
+        assert_eq!(repo::notes::list(c, past).unwrap(), (vec![], 1));
+        assert_eq!(repo::tags::list(c, past).unwrap(), (vec![], 1));
+        assert_eq!(repo::comments::list(c, n.id, past).unwrap(), (vec![], 2));
+        let first = Page {
+            limit: 1,
+            offset: 0,
+        };
+        let (items, total) = repo::comments::list(c, n.id, first).unwrap();
+        assert_eq!((items.len(), total), (1, 2));
+        assert!(matches!(
+            repo::comments::list(c, n.id + 1, first),
+            Err(Error::NoteNotFound { .. })
+        ));
+    });
+}

@@ -6,7 +6,9 @@
 //! SQLite keeps one.
 
 use diesel::dsl::sql;
+use diesel::expression::{SelectableExpression, ValidGrouping};
 use diesel::prelude::*;
+use diesel::query_builder::{QueryFragment, QueryId};
 use diesel::sql_types::BigInt;
 
 use crate::DbConnection;
@@ -50,6 +52,38 @@ pub fn total(conn: &mut DbConnection, what: Counted) -> QueryResult<i64> {
         .filter(row_counts::parent.eq(what.parent))
         .select(sql::<BigInt>("CAST(COALESCE(SUM(n), 0) AS BIGINT)"))
         .get_result(conn)
+}
+
+/// The total as a column of a page's own statement (a scalar subquery on `row_counts`), so that
+/// a list costs one round trip to the database rather than two: `.select((cols,
+/// total_column(what)))`, then [`split`] the rows.
+pub fn total_column<QS>(
+    what: Counted,
+) -> impl Expression<SqlType = BigInt>
++ SelectableExpression<QS>
++ ValidGrouping<(), IsAggregate = diesel::expression::is_aggregate::Never>
++ QueryFragment<<DbConnection as Connection>::Backend>
++ QueryId {
+    sql::<BigInt>(&format!(
+        "(SELECT CAST(COALESCE(SUM(row_counts.n), 0) AS BIGINT) FROM row_counts \
+         WHERE row_counts.counted = '{}' AND row_counts.parent = ",
+        what.table
+    ))
+    .bind::<BigInt, _>(what.parent)
+    .sql(")")
+}
+
+/// Splits a page read with [`total_column`] into its items and the total. An empty page carries
+/// no total (an offset past the end), so the total is then read on its own.
+pub fn split<T>(
+    conn: &mut DbConnection,
+    rows: Vec<(T, i64)>,
+    what: Counted,
+) -> QueryResult<(Vec<T>, i64)> {
+    match rows.first() {
+        Some(&(_, total)) => Ok((rows.into_iter().map(|(item, _)| item).collect(), total)),
+        None => Ok((Vec::new(), self::total(conn, what)?)),
+    }
 }
 
 /// The whole tables whose count is kept.

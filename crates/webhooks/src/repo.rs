@@ -9,6 +9,7 @@ use diesel::sql_types::BigInt;
 use diesel::sqlite::SqliteConnection;
 use pagination::Page;
 use storage::DbConnection;
+use storage::counts::{self, Counted};
 
 use crate::schema::webhook_events;
 use crate::{Delivery, Error, Recorded, WebhookEvent};
@@ -212,15 +213,20 @@ fn stored_ids(
 /// read first and only the rows that fit are loaded, so a page of large payloads costs about
 /// the budget in memory, not `limit` times `MAX_BODY_BYTES`.
 pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<WebhookEvent>, i64), Error> {
-    let sizes: Vec<(i64, i64)> = webhook_events::table
+    let counted = Counted::table("webhook_events");
+    let sizes: Vec<((i64, i64), i64)> = webhook_events::table
         .select((
-            webhook_events::id,
-            sql::<BigInt>("CAST(octet_length(payload) + octet_length(event_type) AS BIGINT)"),
+            (
+                webhook_events::id,
+                sql::<BigInt>("CAST(octet_length(payload) + octet_length(event_type) AS BIGINT)"),
+            ),
+            counts::total_column(counted),
         ))
         .order(webhook_events::id.desc())
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
+    let (sizes, total) = counts::split(conn, sizes, counted)?;
     let fits = pagination::fitting(&sizes, crate::LIST_PAGE_MAX_BYTES, |(_, len)| {
         WebhookEvent::listed_len(usize::try_from(*len).unwrap_or(usize::MAX))
     });
@@ -234,16 +240,12 @@ pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<WebhookEvent>, i
             .load(conn)?,
         _ => Vec::new(),
     };
-    let total = count(conn)?;
     Ok((rows, total))
 }
 
 /// How many events are stored.
 pub fn count(conn: &mut DbConnection) -> Result<i64, Error> {
-    Ok(storage::counts::total(
-        conn,
-        storage::counts::Counted::table("webhook_events"),
-    )?)
+    Ok(counts::total(conn, Counted::table("webhook_events"))?)
 }
 
 #[cfg(test)]

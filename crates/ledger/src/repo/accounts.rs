@@ -140,15 +140,17 @@ pub fn get_account(conn: &mut DbConnection, id: &str) -> Result<Option<Account>,
         .map(to_account))
 }
 
-/// One page of projections ordered by `account_id`, and the total count.
+/// One page of projections ordered by `account_id`, and the total count (one statement).
 pub fn list_accounts(conn: &mut DbConnection, page: Page) -> Result<(Vec<Account>, i64), Error> {
-    let rows: Vec<AccountRow> = accounts::table
-        .select(accounts::all_columns)
+    use storage::counts::{self, Counted};
+    let counted = Counted::table("accounts");
+    let rows: Vec<(AccountRow, i64)> = accounts::table
+        .select((accounts::all_columns, counts::total_column(counted)))
         .order(accounts::account_id.asc())
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
-    let total = storage::counts::total(conn, storage::counts::Counted::table("accounts"))?;
+    let (rows, total) = counts::split(conn, rows, counted)?;
     Ok((rows.into_iter().map(to_account).collect(), total))
 }
 

@@ -1,6 +1,7 @@
 use diesel::prelude::*;
 use pagination::Page;
 use storage::DbConnection;
+use storage::counts::{self, Counted};
 
 use crate::schema::comments;
 use crate::{Comment, CommentInput, Error};
@@ -16,22 +17,25 @@ fn note_gone(note_id: i64) -> impl Fn(diesel::result::Error) -> Error {
     }
 }
 
-/// The comments of one note by id ascending, and their count. The note must exist.
+/// The comments of one note by id ascending, and their count. The note must exist: a page
+/// with comments shows it does (one statement); an empty page checks it.
 pub fn list(
     conn: &mut DbConnection,
     note_id: i64,
     page: Page,
 ) -> Result<(Vec<Comment>, i64), Error> {
-    super::notes::ensure_exists(conn, note_id)?;
-    let of_note = comments::table.filter(comments::note_id.eq(note_id));
-    let rows: Vec<Comment> = of_note
-        .select(comments::all_columns)
+    let counted = Counted::comments_of(note_id);
+    let rows: Vec<(Comment, i64)> = comments::table
+        .filter(comments::note_id.eq(note_id))
+        .select((comments::all_columns, counts::total_column(counted)))
         .order(comments::id.asc())
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
-    let total = storage::counts::total(conn, storage::counts::Counted::comments_of(note_id))?;
-    Ok((rows, total))
+    if rows.is_empty() {
+        super::notes::ensure_exists(conn, note_id)?;
+    }
+    Ok(counts::split(conn, rows, counted)?)
 }
 
 pub fn create(

@@ -1,21 +1,21 @@
 use diesel::prelude::*;
 use pagination::Page;
 use storage::DbConnection;
-use storage::counts::Counted;
+use storage::counts::{self, Counted};
 
 use crate::schema::notes;
 use crate::{Error, Note, NoteInput};
 
-/// One page of notes by id ascending, and the total count.
+/// One page of notes by id ascending, and the total count (one statement).
 pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<Note>, i64), Error> {
-    let rows: Vec<Note> = notes::table
-        .select(notes::all_columns)
+    let counted = Counted::table("notes");
+    let rows: Vec<(Note, i64)> = notes::table
+        .select((notes::all_columns, counts::total_column(counted)))
         .order(notes::id.asc())
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
-    let total = storage::counts::total(conn, Counted::table("notes"))?;
-    Ok((rows, total))
+    Ok(counts::split(conn, rows, counted)?)
 }
 
 pub fn create(conn: &mut DbConnection, input: &NoteInput) -> Result<Note, Error> {

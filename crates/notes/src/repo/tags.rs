@@ -1,7 +1,7 @@
 use diesel::prelude::*;
 use pagination::Page;
 use storage::DbConnection;
-use storage::counts::Counted;
+use storage::counts::{self, Counted};
 
 use crate::schema::tags;
 use crate::{Error, Tag, TagInput};
@@ -18,15 +18,16 @@ fn duplicate(input: &TagInput) -> impl Fn(diesel::result::Error) -> Error + '_ {
     }
 }
 
+/// One page of tags by id ascending, and the total count (one statement).
 pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<Tag>, i64), Error> {
-    let rows: Vec<Tag> = tags::table
-        .select(tags::all_columns)
+    let counted = Counted::table("tags");
+    let rows: Vec<(Tag, i64)> = tags::table
+        .select((tags::all_columns, counts::total_column(counted)))
         .order(tags::id.asc())
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
-    let total = storage::counts::total(conn, Counted::table("tags"))?;
-    Ok((rows, total))
+    Ok(counts::split(conn, rows, counted)?)
 }
 
 /// Creates a tag; a name that exists already is `DuplicateTagName` (the unique index decides,

@@ -230,9 +230,7 @@ pub async fn list_v2(
 ) -> Result<Json<NoteV2List>, ApiError> {
     let page = paging(&q)?;
     let (notes, total) = db
-        .read(move |c| {
-            Ok::<_, versioned_notes::Error>((repo::notes::page(c, page)?, repo::notes::count(c)?))
-        })
+        .read(move |c| repo::notes::page_and_total(c, page))
         .await?;
     Ok(Json(NoteV2List {
         data: notes.into_iter().map(NoteV2::from).collect(),

@@ -1,6 +1,7 @@
 use diesel::prelude::*;
 use pagination::Page;
 use storage::DbConnection;
+use storage::counts::{self, Counted};
 
 use crate::schema::versioned_notes as vn;
 use crate::{Error, NoteInput, VersionedNote};
@@ -68,10 +69,27 @@ pub fn page(conn: &mut DbConnection, page: Page) -> Result<Vec<VersionedNote>, E
     rows.into_iter().map(to_note).collect()
 }
 
+/// One page by id descending and how many notes exist (V2's list with its `meta.total`), in one
+/// statement.
+pub fn page_and_total(
+    conn: &mut DbConnection,
+    page: Page,
+) -> Result<(Vec<VersionedNote>, i64), Error> {
+    let counted = Counted::table("versioned_notes");
+    let rows: Vec<(NoteRow, i64)> = vn::table
+        .select((vn::all_columns, counts::total_column(counted)))
+        .order(vn::id.desc())
+        .limit(page.limit)
+        .offset(page.offset)
+        .load(conn)?;
+    let (rows, total) = counts::split(conn, rows, counted)?;
+    Ok((
+        rows.into_iter().map(to_note).collect::<Result<_, _>>()?,
+        total,
+    ))
+}
+
 /// How many notes exist (V2's `meta.total`; V1's list shows no total and does not count).
 pub fn count(conn: &mut DbConnection) -> Result<i64, Error> {
-    Ok(storage::counts::total(
-        conn,
-        storage::counts::Counted::table("versioned_notes"),
-    )?)
+    Ok(counts::total(conn, Counted::table("versioned_notes"))?)
 }
