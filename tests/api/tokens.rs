@@ -16,6 +16,7 @@ api_tests!(
     create_user_returns_201_and_validates,
     issue_returns_the_raw_token_once,
     list_is_newest_first_with_revoked_tokens,
+    list_pages_on_request,
     verify_reports_the_stored_record,
     verify_rejects_malformed_requests,
     revoke_keeps_the_row_and_refuses_twice,
@@ -267,6 +268,64 @@ async fn issue_returns_the_raw_token_once(app: TestApp) {
 
 fn hash(raw: &str) -> String {
     tokens::hash_token(raw)
+}
+
+/// Without `limit` and `offset` the list holds every token (the specification's list); with
+/// them, one page, and `total` still counts them all. Bad paging is the area's 422 body.
+async fn list_pages_on_request(app: TestApp) {
+    let user = create_user(&app, "ann").await;
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(issue(&app, user, json!({})).await["id"].as_i64().unwrap());
+    }
+    ids.reverse();
+    let get = |query: &'static str| {
+        let app = &app;
+        async move {
+            call(
+                app,
+                Method::GET,
+                &format!("/users/{user}/tokens{query}"),
+                Some(&user.to_string()),
+                None,
+            )
+            .await
+        }
+    };
+    let page_ids = |v: &Value| -> Vec<i64> {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_i64().unwrap())
+            .collect()
+    };
+    let all = json(get("").await, StatusCode::OK).await;
+    assert_eq!(
+        (page_ids(&all), all["total"].as_i64()),
+        (ids.clone(), Some(5))
+    );
+    let page = json(get("?limit=2&offset=1").await, StatusCode::OK).await;
+    assert_eq!(
+        (page_ids(&page), page["total"].as_i64()),
+        (ids[1..3].to_vec(), Some(5))
+    );
+    let first = json(get("?limit=2").await, StatusCode::OK).await;
+    assert_eq!(page_ids(&first), ids[..2].to_vec());
+    let rest = json(get("?offset=3").await, StatusCode::OK).await;
+    assert_eq!(page_ids(&rest), ids[3..].to_vec());
+    let past = json(get("?offset=10").await, StatusCode::OK).await;
+    assert_eq!(past, json!({"items": [], "total": 5}));
+    for bad in ["?limit=0", "?limit=101", "?limit=x", "?offset=-1"] {
+        let res = get(bad).await;
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
+        let body = json(res, StatusCode::UNPROCESSABLE_ENTITY).await;
+        assert_eq!(
+            body,
+            json!({"error": "limit must be an integer from 1 to 100, offset at least 0"}),
+            "{bad}"
+        );
+    }
 }
 
 async fn list_is_newest_first_with_revoked_tokens(app: TestApp) {

@@ -1,9 +1,9 @@
 //! Exact row counts read in O(1): the `row_counts` table, kept by triggers in the same
 //! transaction as every insert and delete of a counted table (migration `row_counts`). A list's
 //! `total` sums a handful of counter rows instead of scanning the table, so the first page costs
-//! the same at 1,000,000 rows as at 10. PostgreSQL spreads a whole table's count over 16 shard
-//! rows (one per backend-pid residue) so concurrent writers do not queue on one row lock;
-//! SQLite keeps one.
+//! the same at 1,000,000 rows as at 10. PostgreSQL spreads every count (a whole table's, a
+//! note's comments', a user's tokens') over up to 16 shard rows (one per backend-pid residue) so
+//! concurrent writers do not queue on one row lock; SQLite keeps one.
 
 use diesel::dsl::sql;
 use diesel::expression::{SelectableExpression, ValidGrouping};
@@ -41,6 +41,14 @@ impl Counted {
         Counted {
             table: "comments",
             parent: note_id,
+        }
+    }
+
+    /// The tokens of user `user_id`, revoked ones included.
+    pub const fn tokens_of(user_id: i64) -> Self {
+        Counted {
+            table: "tokens",
+            parent: user_id,
         }
     }
 }
@@ -96,6 +104,13 @@ pub const COUNTED_TABLES: [&str; 6] = [
     "webhook_events",
 ];
 
+/// The tables whose rows are counted per parent row: (table, parent table, column naming the
+/// parent).
+pub const COUNTED_CHILDREN: [(&str, &str, &str); 2] = [
+    ("comments", "notes", "note_id"),
+    ("tokens", "users", "user_id"),
+];
+
 /// A kept count that differs from the rows it counts.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
 pub struct Drift {
@@ -128,18 +143,20 @@ pub fn audit(conn: &mut DbConnection) -> QueryResult<Vec<Drift>> {
             )
         })
         .collect();
-    parts.push(format!(
-        "SELECT 'comments', n.id, {}, (SELECT COUNT(*) FROM comments c WHERE c.note_id = n.id) \
-         FROM notes n",
-        kept("comments", "n.id")
-    ));
-    // Counters left behind by a note that no longer exists.
-    parts.push(
-        "SELECT r.counted, r.parent, CAST(SUM(r.n) AS BIGINT), CAST(0 AS BIGINT) FROM row_counts r \
-         WHERE r.counted = 'comments' AND NOT EXISTS (SELECT 1 FROM notes n WHERE n.id = r.parent) \
-         GROUP BY r.counted, r.parent"
-            .to_owned(),
-    );
+    for (counted, parents, column) in COUNTED_CHILDREN {
+        parts.push(format!(
+            "SELECT '{counted}', p.id, {}, \
+             (SELECT COUNT(*) FROM {counted} c WHERE c.{column} = p.id) FROM {parents} p",
+            kept(counted, "p.id")
+        ));
+        // Counters left behind by a parent that no longer exists.
+        parts.push(format!(
+            "SELECT r.counted, r.parent, CAST(SUM(r.n) AS BIGINT), CAST(0 AS BIGINT) \
+             FROM row_counts r WHERE r.counted = '{counted}' \
+             AND NOT EXISTS (SELECT 1 FROM {parents} p WHERE p.id = r.parent) \
+             GROUP BY r.counted, r.parent"
+        ));
+    }
     let sql = format!(
         "SELECT counted, parent, kept, actual FROM ({}) AS x WHERE kept <> actual \
          ORDER BY counted, parent",

@@ -26,7 +26,14 @@ enum Op {
     Comment { pick: u8, n: u8 },
     /// Up to `n` comments of the `pick`-th note.
     Uncomment { pick: u8, n: u8 },
+    /// `n` tokens for the `pick`-th user (of [`USERS`]).
+    Issue { pick: u8, n: u8 },
+    /// Up to `n` tokens of the `pick`-th user.
+    Unissue { pick: u8, n: u8 },
 }
+
+/// Users made before the writers start (tokens need one).
+const USERS: u8 = 3;
 
 /// A writer's transaction: its statements, committed or rolled back.
 #[derive(Debug, Clone)]
@@ -42,6 +49,8 @@ fn op() -> impl Strategy<Value = Op> {
         (table, 1..4u8).prop_map(|(table, n)| Op::Delete { table, n }),
         (any::<u8>(), 1..5u8).prop_map(|(pick, n)| Op::Comment { pick, n }),
         (any::<u8>(), 1..3u8).prop_map(|(pick, n)| Op::Uncomment { pick, n }),
+        (any::<u8>(), 1..4u8).prop_map(|(pick, n)| Op::Issue { pick, n }),
+        (any::<u8>(), 1..3u8).prop_map(|(pick, n)| Op::Unissue { pick, n }),
     ]
 }
 
@@ -105,6 +114,13 @@ fn picked_note(pick: u8) -> String {
     )
 }
 
+fn picked_user(pick: u8) -> String {
+    format!(
+        "(SELECT id FROM users ORDER BY id LIMIT 1 OFFSET {})",
+        pick % USERS
+    )
+}
+
 fn run(conn: &mut DbConnection, op: &Op) -> diesel::QueryResult<()> {
     let sql = match op {
         Op::Insert { table, n } => insert_sql(COUNTED_TABLES[*table], *n),
@@ -119,6 +135,22 @@ fn run(conn: &mut DbConnection, op: &Op) -> diesel::QueryResult<()> {
             "DELETE FROM comments WHERE id IN (SELECT id FROM comments \
              WHERE note_id = {} ORDER BY id LIMIT {n})",
             picked_note(*pick)
+        ),
+        Op::Issue { pick, n } => {
+            let from = SERIAL.fetch_add(u64::from(*n), Ordering::Relaxed);
+            let to = from + u64::from(*n) - 1;
+            format!(
+                "WITH RECURSIVE g(k) AS (SELECT CAST({from} AS BIGINT) UNION ALL \
+                 SELECT k + 1 FROM g WHERE k < {to}) \
+                 INSERT INTO tokens (user_id, token_hash, scope, label, created_at) \
+                 SELECT {}, 'hash-' || k, 'read', '', '2026-01-01T00:00:00Z' FROM g",
+                picked_user(*pick)
+            )
+        }
+        Op::Unissue { pick, n } => format!(
+            "DELETE FROM tokens WHERE id IN (SELECT id FROM tokens \
+             WHERE user_id = {} ORDER BY id LIMIT {n})",
+            picked_user(*pick)
         ),
     };
     conn.batch_execute(&sql)
@@ -170,11 +202,23 @@ fn check(db: &TestDatabase, writers: &[Vec<Transaction>]) {
         &format!("SELECT COUNT(*) AS n FROM comments WHERE note_id = {note}"),
     );
     assert_eq!(total(conn, Counted::comments_of(note)).unwrap(), comments);
+    let user = count_star(conn, "SELECT MIN(id) AS n FROM users");
+    let tokens = count_star(
+        conn,
+        &format!("SELECT COUNT(*) AS n FROM tokens WHERE user_id = {user}"),
+    );
+    assert_eq!(total(conn, Counted::tokens_of(user)).unwrap(), tokens);
 }
 
 #[test]
 fn kept_counts_equal_count_star_after_concurrent_writes() {
-    on_each_backend(|db, _| {
+    on_each_backend(|db, conn| {
+        for i in 0..USERS {
+            conn.batch_execute(&format!(
+                "INSERT INTO users (name, created_at) VALUES ('u{i}', '2026-01-01T00:00:00Z')"
+            ))
+            .unwrap();
+        }
         // Few cases, each with several writers: every case adds to the same database, so the
         // counts are checked against a history that keeps growing.
         let config = ProptestConfig {
@@ -221,12 +265,21 @@ fn the_counts_migration_counts_existing_rows() {
         }
         run(conn, &Op::Comment { pick: 0, n: 3 }).unwrap();
         run(conn, &Op::Comment { pick: 2, n: 2 }).unwrap();
+        for name in ["ann", "bob"] {
+            conn.batch_execute(&format!(
+                "INSERT INTO users (name, created_at) VALUES ('{name}', '2026-01-01T00:00:00Z')"
+            ))
+            .unwrap();
+        }
+        run(conn, &Op::Issue { pick: 1, n: 3 }).unwrap();
         conn.batch_execute(UP[i]).unwrap();
         assert_eq!(audit(conn).unwrap(), vec![]);
         assert_eq!(total(conn, Counted::table("notes")).unwrap(), 3);
         assert_eq!(total(conn, Counted::table("accounts")).unwrap(), 5);
         let first = count_star(conn, "SELECT MIN(id) AS n FROM notes");
         assert_eq!(total(conn, Counted::comments_of(first)).unwrap(), 3);
+        let bob = count_star(conn, "SELECT MAX(id) AS n FROM users");
+        assert_eq!(total(conn, Counted::tokens_of(bob)).unwrap(), 3);
         run(conn, &Op::Delete { table: 0, n: 1 }).unwrap();
         run(conn, &Op::Insert { table: 1, n: 2 }).unwrap();
         assert_eq!(audit(conn).unwrap(), vec![]);

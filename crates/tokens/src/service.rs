@@ -99,9 +99,15 @@ pub fn rotate(
     )
 }
 
-pub fn list(conn: &mut DbConnection, actor: i64, user_id: i64) -> Result<Vec<Token>, Error> {
+/// The user's tokens (all of them, or one `page`) and how many there are.
+pub fn list(
+    conn: &mut DbConnection,
+    actor: i64,
+    user_id: i64,
+    page: Option<pagination::Page>,
+) -> Result<(Vec<Token>, i64), Error> {
     authorize(conn, actor, user_id)?;
-    repo::tokens::list_for_user(conn, user_id)
+    repo::tokens::list_for_user(conn, user_id, page)
 }
 
 /// Revokes one of the user's tokens. `token_id` is `None` when the path segment is not an

@@ -95,8 +95,9 @@ fn checks_run_in_the_promised_order() {
             service::revoke(c, bob, bob, Some(bobs)),
             Err(Error::AlreadyRevoked { .. })
         ));
-        assert!(service::list(c, ann, ann).unwrap().is_empty());
-        let listed = service::list(c, bob, bob).unwrap();
+        assert_eq!(service::list(c, ann, ann, None).unwrap(), (vec![], 0));
+        let (listed, total) = service::list(c, bob, bob, None).unwrap();
+        assert_eq!(total, 1);
         assert_eq!(listed.len(), 1);
         assert!(listed[0].revoked_at.is_some());
     });
@@ -139,7 +140,7 @@ fn the_lifecycle_migration_carries_existing_tokens_forward() {
         c.batch_execute(UP[i]).unwrap();
         let now = storage::timestamp::now_rfc3339();
         let user = 1; // the first user of a fresh database, on both backends
-        let tokens = repo::tokens::list_for_user(&mut c, user).unwrap();
+        let (tokens, _) = repo::tokens::list_for_user(&mut c, user, None).unwrap();
         assert_eq!(tokens.len(), 2, "{backend:?}");
         for t in &tokens {
             let expires = t.expires_at.as_deref().unwrap();

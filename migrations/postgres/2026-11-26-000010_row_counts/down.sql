@@ -1,3 +1,7 @@
+DROP TRIGGER tokens_counted_insert ON tokens;
+DROP TRIGGER tokens_counted_delete ON tokens;
+DROP FUNCTION token_counts_removed();
+DROP FUNCTION token_counts_added();
 DROP TRIGGER notes_counted_insert ON notes;
 DROP TRIGGER notes_counted_delete ON notes;
 DROP TRIGGER tags_counted_insert ON tags;

@@ -1,7 +1,8 @@
 -- Exact list totals without a scan: every list's `total` reads a handful of counter rows kept
 -- in the same transaction as the insert or delete that changes them (triggers, so no write path
 -- can forget one: routes, seeding, group commits, data migration). `parent` is the note for
--- `comments` (the total of one note's comments) and 0 for whole tables. Existing rows are
+-- `comments` (the total of one note's comments), the user for `tokens` (a user's tokens) and 0
+-- for whole tables. Existing rows are
 -- counted here, so a database written by the previous release starts with exact totals.
 -- PostgreSQL: a whole table's count is spread over 16 rows (a connection adds to the shard of
 -- its backend pid), so writers on many connections and server instances do not queue on one
@@ -28,6 +29,8 @@ FROM (VALUES
 CROSS JOIN generate_series(0, 15) AS s(shard);
 INSERT INTO row_counts (counted, parent, shard, n)
     SELECT 'comments', note_id, 0, COUNT(*) FROM comments GROUP BY note_id;
+INSERT INTO row_counts (counted, parent, shard, n)
+    SELECT 'tokens', user_id, 0, COUNT(*) FROM tokens GROUP BY user_id;
 
 CREATE FUNCTION row_counts_added() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -122,3 +125,30 @@ CREATE TRIGGER comments_counted_delete AFTER DELETE ON comments
     REFERENCING OLD TABLE AS removed_rows FOR EACH STATEMENT EXECUTE FUNCTION comment_counts_removed();
 CREATE TRIGGER notes_comments_uncounted AFTER DELETE ON notes
     REFERENCING OLD TABLE AS removed_rows FOR EACH STATEMENT EXECUTE FUNCTION comment_counts_dropped();
+
+-- A user's tokens, sharded like a note's comments (users are never deleted; a token is revoked,
+-- not deleted, so only the delete of a test or an operator reaches the second trigger).
+CREATE FUNCTION token_counts_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO row_counts (counted, parent, shard, n)
+        SELECT 'tokens', user_id, pg_backend_pid() % 16, COUNT(*) FROM added_rows
+        GROUP BY user_id ORDER BY user_id
+        ON CONFLICT (counted, parent, shard) DO UPDATE SET n = row_counts.n + EXCLUDED.n;
+    RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION token_counts_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO row_counts (counted, parent, shard, n)
+        SELECT 'tokens', user_id, pg_backend_pid() % 16, -COUNT(*) FROM removed_rows
+        GROUP BY user_id ORDER BY user_id
+        ON CONFLICT (counted, parent, shard) DO UPDATE SET n = row_counts.n + EXCLUDED.n;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER tokens_counted_insert AFTER INSERT ON tokens
+    REFERENCING NEW TABLE AS added_rows FOR EACH STATEMENT EXECUTE FUNCTION token_counts_added();
+CREATE TRIGGER tokens_counted_delete AFTER DELETE ON tokens
+    REFERENCING OLD TABLE AS removed_rows FOR EACH STATEMENT EXECUTE FUNCTION token_counts_removed();

@@ -13,4 +13,6 @@ DROP TRIGGER webhook_events_counted_delete;
 DROP TRIGGER comments_counted_insert;
 DROP TRIGGER comments_counted_delete;
 DROP TRIGGER notes_comments_uncounted;
+DROP TRIGGER tokens_counted_insert;
+DROP TRIGGER tokens_counted_delete;
 DROP TABLE row_counts;

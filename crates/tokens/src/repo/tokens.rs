@@ -1,5 +1,7 @@
 use diesel::prelude::*;
+use pagination::Page;
 use storage::DbConnection;
+use storage::counts::{self, Counted};
 
 use crate::schema::tokens;
 use crate::{Error, Scope, Token};
@@ -59,14 +61,25 @@ pub fn insert(conn: &mut DbConnection, new: &NewToken<'_>) -> Result<Token, Erro
     Ok(row.into())
 }
 
-/// Every token of a user, newest first, revoked ones included.
-pub fn list_for_user(conn: &mut DbConnection, user_id: i64) -> Result<Vec<Token>, Error> {
-    let rows: Vec<TokenRow> = tokens::table
+/// A user's tokens, newest first, revoked ones included: every one (`page` is `None`, as the
+/// specification lists them) or one page of them; and how many the user has (the kept count,
+/// read in the same statement).
+pub fn list_for_user(
+    conn: &mut DbConnection,
+    user_id: i64,
+    page: Option<Page>,
+) -> Result<(Vec<Token>, i64), Error> {
+    let counted = Counted::tokens_of(user_id);
+    let query = tokens::table
         .filter(tokens::user_id.eq(user_id))
-        .select(tokens::all_columns)
-        .order(tokens::id.desc())
-        .load(conn)?;
-    Ok(rows.into_iter().map(Token::from).collect())
+        .select((tokens::all_columns, counts::total_column(counted)))
+        .order(tokens::id.desc());
+    let rows: Vec<(TokenRow, i64)> = match page {
+        None => query.load(conn)?,
+        Some(page) => query.limit(page.limit).offset(page.offset).load(conn)?,
+    };
+    let (rows, total) = counts::split(conn, rows, counted)?;
+    Ok((rows.into_iter().map(Token::from).collect(), total))
 }
 
 pub fn find(conn: &mut DbConnection, id: i64) -> Result<Option<Token>, Error> {

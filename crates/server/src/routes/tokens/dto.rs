@@ -133,12 +133,27 @@ impl From<Token> for TokenDto {
     }
 }
 
-/// All of a user's tokens, newest first, revoked ones included.
+/// A user's tokens, newest first, revoked ones included: all of them, or the page asked for.
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
 pub struct TokenListDto {
     pub items: Vec<TokenDto>,
+    /// How many tokens the user has (on every page).
     pub total: i64,
+}
+
+/// Paging for a user's tokens: without `limit` and `offset` the list holds every token, as the
+/// specification has it; with either, one page (`limit` 1 to 100, default 20; `offset` at
+/// least 0, default 0); anything else is 422.
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct TokenPageQuery {
+    /// Tokens per page, 1 to 100.
+    #[schemars(range(min = 1, max = pagination::MAX_LIMIT))]
+    pub limit: Option<i64>,
+    /// Tokens to skip, at least 0.
+    #[schemars(range(min = 0))]
+    pub offset: Option<i64>,
 }
 
 /// The raw token to check.

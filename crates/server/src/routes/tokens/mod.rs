@@ -11,11 +11,12 @@ use actix_web::web::{Data, Json};
 use apistos::actix::{CreatedJson, NoContent};
 use apistos::api_operation;
 use apistos::web::{ServiceConfig, delete, get, post, resource};
+use pagination::Page;
 use tokens::{Lifetime, service};
 
 use crate::db::Db;
 use crate::error::ApiError;
-use crate::extract::RawJson;
+use crate::extract::{RawJson, RawQuery};
 
 pub use docs::document_refusals;
 pub use dto::*;
@@ -96,22 +97,32 @@ pub async fn rotate(
 
 /// List a user's tokens
 ///
-/// Newest first, revoked tokens included; never the hash or the raw token.
+/// Newest first, revoked tokens included; never the hash or the raw token. Every token, or one
+/// page of them with `limit` (1 to 100) and `offset`; `total` counts them all.
 #[api_operation(
     operation_id = "list_tokens",
     tag = "tokens",
     error_code = 401,
     error_code = 403,
-    error_code = 404
+    error_code = 404,
+    error_code = 422
 )]
 pub async fn list(
     db: Data<Db>,
     actor: ActingUser,
     path: TokenPath<UserPathDoc>,
+    q: RawQuery<TokenPageQuery>,
 ) -> Result<Json<TokenListDto>, ApiError> {
     let (actor, user_id) = (actor.id(path.user_id)?, path.user_id);
-    let items = db.read(move |c| service::list(c, actor, user_id)).await?;
-    let total = items.len() as i64;
+    let page = match (q.get("limit"), q.get("offset")) {
+        (None, None) => None,
+        (limit, offset) => Some(Page::strict(limit, offset).map_err(|_| {
+            tokens::Error::Invalid("limit must be an integer from 1 to 100, offset at least 0")
+        })?),
+    };
+    let (items, total) = db
+        .read(move |c| service::list(c, actor, user_id, page))
+        .await?;
     let items = items.into_iter().map(TokenDto::from).collect();
     Ok(Json(TokenListDto { items, total }))
 }
