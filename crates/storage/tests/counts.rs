@@ -280,6 +280,12 @@ fn the_counts_migration_counts_existing_rows() {
         assert_eq!(total(conn, Counted::comments_of(first)).unwrap(), 3);
         let bob = count_star(conn, "SELECT MAX(id) AS n FROM users");
         assert_eq!(total(conn, Counted::tokens_of(bob)).unwrap(), 3);
+        // A user deleted with their tokens (cascade) takes the count along.
+        run(conn, &Op::Unissue { pick: 1, n: 1 }).unwrap();
+        conn.batch_execute(&format!("DELETE FROM users WHERE id = {bob}"))
+            .unwrap();
+        assert_eq!(audit(conn).unwrap(), vec![]);
+        assert_eq!(total(conn, Counted::tokens_of(bob)).unwrap(), 0);
         run(conn, &Op::Delete { table: 0, n: 1 }).unwrap();
         run(conn, &Op::Insert { table: 1, n: 2 }).unwrap();
         assert_eq!(audit(conn).unwrap(), vec![]);

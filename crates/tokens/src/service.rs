@@ -99,15 +99,22 @@ pub fn rotate(
     )
 }
 
-/// The user's tokens (all of them, or one `page`) and how many there are.
+/// The user's tokens (all of them, or one `page`) and how many there are. Tokens exist only for
+/// an existing user, so only an empty page looks the user up (one statement otherwise).
 pub fn list(
     conn: &mut DbConnection,
     actor: i64,
     user_id: i64,
     page: Option<pagination::Page>,
 ) -> Result<(Vec<Token>, i64), Error> {
-    authorize(conn, actor, user_id)?;
-    repo::tokens::list_for_user(conn, user_id, page)
+    if actor != user_id {
+        return Err(Error::Forbidden);
+    }
+    let listed = repo::tokens::list_for_user(conn, user_id, page)?;
+    if listed.0.is_empty() {
+        repo::users::ensure_exists(conn, user_id)?;
+    }
+    Ok(listed)
 }
 
 /// Revokes one of the user's tokens. `token_id` is `None` when the path segment is not an

@@ -1,3 +1,5 @@
+DROP TRIGGER users_tokens_uncounted ON users;
+DROP FUNCTION token_counts_dropped();
 DROP TRIGGER tokens_counted_insert ON tokens;
 DROP TRIGGER tokens_counted_delete ON tokens;
 DROP FUNCTION token_counts_removed();

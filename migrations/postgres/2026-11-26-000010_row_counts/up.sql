@@ -126,8 +126,10 @@ CREATE TRIGGER comments_counted_delete AFTER DELETE ON comments
 CREATE TRIGGER notes_comments_uncounted AFTER DELETE ON notes
     REFERENCING OLD TABLE AS removed_rows FOR EACH STATEMENT EXECUTE FUNCTION comment_counts_dropped();
 
--- A user's tokens, sharded like a note's comments (users are never deleted; a token is revoked,
--- not deleted, so only the delete of a test or an operator reaches the second trigger).
+-- A user's tokens, counted like a note's comments (a token is revoked, not deleted, and no route
+-- deletes a user: only an operator's delete reaches the last two triggers). The functions are
+-- written out for each child table rather than made generic over its parent column: a generic
+-- one needs dynamic SQL (EXECUTE), planned again on every write.
 CREATE FUNCTION token_counts_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO row_counts (counted, parent, shard, n)
@@ -141,9 +143,18 @@ $$;
 CREATE FUNCTION token_counts_removed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO row_counts (counted, parent, shard, n)
-        SELECT 'tokens', user_id, pg_backend_pid() % 16, -COUNT(*) FROM removed_rows
-        GROUP BY user_id ORDER BY user_id
+        SELECT 'tokens', r.user_id, pg_backend_pid() % 16, -COUNT(*) FROM removed_rows r
+        WHERE EXISTS (SELECT 1 FROM users u WHERE u.id = r.user_id)
+        GROUP BY r.user_id ORDER BY r.user_id
         ON CONFLICT (counted, parent, shard) DO UPDATE SET n = row_counts.n + EXCLUDED.n;
+    RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION token_counts_dropped() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM row_counts
+    WHERE counted = 'tokens' AND parent IN (SELECT id FROM removed_rows);
     RETURN NULL;
 END
 $$;
@@ -152,3 +163,5 @@ CREATE TRIGGER tokens_counted_insert AFTER INSERT ON tokens
     REFERENCING NEW TABLE AS added_rows FOR EACH STATEMENT EXECUTE FUNCTION token_counts_added();
 CREATE TRIGGER tokens_counted_delete AFTER DELETE ON tokens
     REFERENCING OLD TABLE AS removed_rows FOR EACH STATEMENT EXECUTE FUNCTION token_counts_removed();
+CREATE TRIGGER users_tokens_uncounted AFTER DELETE ON users
+    REFERENCING OLD TABLE AS removed_rows FOR EACH STATEMENT EXECUTE FUNCTION token_counts_dropped();

@@ -87,7 +87,8 @@ pub async fn machine_health(
 #[api_operation(operation_id = "example_protected", tag = "examples", error_code = 401)]
 pub async fn protected(claims: BearerClaims) -> Result<Json<Protected>, ApiError> {
     Ok(Json(Protected {
-        message: "The bearer token is valid.".to_owned(),
+        // The NENE2 contract's example message: clients written against it check for it.
+        message: "Welcome, authenticated user.".to_owned(),
         claims: claims.0,
     }))
 }
