@@ -5,22 +5,14 @@
 //! note's comments', a user's tokens') over up to 16 shard rows (one per backend-pid residue) so
 //! concurrent writers do not queue on one row lock; SQLite keeps one.
 
-use diesel::dsl::sql;
-use diesel::expression::{SelectableExpression, ValidGrouping};
+use diesel::backend::Backend;
+use diesel::expression::{AppearsOnTable, SelectableExpression, ValidGrouping, is_aggregate};
 use diesel::prelude::*;
-use diesel::query_builder::{QueryFragment, QueryId};
+use diesel::query_builder::{AstPass, QueryFragment, QueryId};
+use diesel::serialize::ToSql;
 use diesel::sql_types::BigInt;
 
 use crate::DbConnection;
-
-diesel::table! {
-    row_counts (counted, parent, shard) {
-        counted -> Text,
-        parent -> BigInt,
-        shard -> Integer,
-        n -> BigInt,
-    }
-}
 
 /// What a counter counts: a whole table, or the rows of one table under one parent row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,30 +47,67 @@ impl Counted {
 
 /// How many rows `what` covers, as of the reading transaction's snapshot.
 pub fn total(conn: &mut DbConnection, what: Counted) -> QueryResult<i64> {
-    row_counts::table
-        .filter(row_counts::counted.eq(what.table))
-        .filter(row_counts::parent.eq(what.parent))
-        .select(sql::<BigInt>("CAST(COALESCE(SUM(n), 0) AS BIGINT)"))
-        .get_result(conn)
+    diesel::select(total_column(what)).get_result(conn)
 }
 
 /// The total as a column of a page's own statement (a scalar subquery on `row_counts`), so that
 /// a list costs one round trip to the database rather than two: `.select((cols,
 /// total_column(what)))`, then [`split`] the rows.
-pub fn total_column<QS>(
-    what: Counted,
-) -> impl Expression<SqlType = BigInt>
-+ SelectableExpression<QS>
-+ ValidGrouping<(), IsAggregate = diesel::expression::is_aggregate::Never>
-+ QueryFragment<<DbConnection as Connection>::Backend>
-+ QueryId {
-    sql::<BigInt>(&format!(
-        "(SELECT CAST(COALESCE(SUM(row_counts.n), 0) AS BIGINT) FROM row_counts \
-         WHERE row_counts.counted = '{}' AND row_counts.parent = ",
-        what.table
-    ))
-    .bind::<BigInt, _>(what.parent)
-    .sql(")")
+pub fn total_column(what: Counted) -> TotalColumn {
+    TotalColumn(what)
+}
+
+/// `(SELECT SUM(n) FROM row_counts WHERE …)` as an expression. Written as a query fragment
+/// rather than with `diesel::dsl::sql`: a literal marks its whole statement as not cacheable,
+/// so every list would be parsed and planned again on each request. This one keeps the
+/// statement's text fixed for a counted table (the parent is a bind parameter), so the
+/// prepared statement is reused.
+#[derive(Debug, Clone, Copy)]
+pub struct TotalColumn(Counted);
+
+impl Expression for TotalColumn {
+    type SqlType = BigInt;
+}
+
+impl<QS> SelectableExpression<QS> for TotalColumn {}
+
+impl<QS> AppearsOnTable<QS> for TotalColumn {}
+
+impl ValidGrouping<()> for TotalColumn {
+    type IsAggregate = is_aggregate::Never;
+}
+
+impl QueryId for TotalColumn {
+    type QueryId = ();
+    // The SQL names the counted table: cache by the statement's text, not by its type.
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<DB> QueryFragment<DB> for TotalColumn
+where
+    DB: Backend,
+    i64: ToSql<BigInt, DB>,
+{
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        out.push_sql(
+            "(SELECT CAST(COALESCE(SUM(row_counts.n), 0) AS BIGINT) FROM row_counts \
+             WHERE row_counts.counted = '",
+        );
+        // The name goes into the SQL text, so only a counted table's is accepted.
+        let table = self.0.table;
+        let known = COUNTED_TABLES.contains(&table)
+            || COUNTED_CHILDREN.iter().any(|(child, _, _)| *child == table);
+        if !known {
+            return Err(diesel::result::Error::QueryBuilderError(
+                format!("{table:?} is not a counted table").into(),
+            ));
+        }
+        out.push_sql(table);
+        out.push_sql("' AND row_counts.parent = ");
+        out.push_bind_param::<BigInt, i64>(&self.0.parent)?;
+        out.push_sql(")");
+        Ok(())
+    }
 }
 
 /// Splits a page read with [`total_column`] into its items and the total. An empty page carries

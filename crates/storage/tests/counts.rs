@@ -293,3 +293,37 @@ fn the_counts_migration_counts_existing_rows() {
         assert_eq!(total(conn, Counted::table("tags")).unwrap(), 3);
     });
 }
+
+/// A name that is not a counted table never reaches the SQL text of a total.
+#[test]
+fn only_counted_tables_have_a_total() {
+    on_each_backend(|_, conn| {
+        assert!(total(conn, Counted::table("notes; DROP TABLE notes")).is_err());
+        assert_eq!(total(conn, Counted::table("notes")).unwrap(), 0);
+    });
+}
+
+/// A total keeps its statement cacheable: the prepared statement is made once and reused, so a
+/// list is not parsed and planned again on every request (a `sql()` literal would prevent it).
+#[test]
+fn a_total_is_prepared_once() {
+    use diesel::connection::{Instrumentation, InstrumentationEvent};
+    use std::sync::{Arc, Mutex};
+    on_each_backend(|_, conn| {
+        let cached = Arc::new(Mutex::new(Vec::<String>::new()));
+        let seen = Arc::clone(&cached);
+        let watch = move |event: InstrumentationEvent<'_>| {
+            if let InstrumentationEvent::CacheQuery { sql, .. } = event {
+                seen.lock().unwrap().push(sql.to_owned());
+            }
+        };
+        conn.set_instrumentation(Box::new(watch) as Box<dyn Instrumentation>);
+        for _ in 0..3 {
+            total(conn, Counted::table("notes")).unwrap();
+            total(conn, Counted::comments_of(7)).unwrap();
+        }
+        let cached = cached.lock().unwrap();
+        let totals: Vec<&String> = cached.iter().filter(|s| s.contains("row_counts")).collect();
+        assert_eq!(totals.len(), 2, "{cached:?}");
+    });
+}

@@ -2,10 +2,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use diesel::dsl::sql;
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
-use diesel::sql_types::BigInt;
 use diesel::sqlite::SqliteConnection;
 use pagination::Page;
 use storage::DbConnection;
@@ -208,17 +206,24 @@ fn stored_ids(
         .collect())
 }
 
+// A declared function, not a `sql()` literal: a literal would make the page's statement one that
+// is prepared again on every request. Both backends have `octet_length(text)`.
+diesel::define_sql_function! {
+    /// Bytes of a text value.
+    fn octet_length(x: diesel::sql_types::Text) -> diesel::sql_types::Integer;
+}
+
 /// One page of events, newest first (id descending), and the total count. The page ends
 /// before its events pass [`crate::LIST_PAGE_MAX_BYTES`]: the sizes of the page's rows are
 /// read first and only the rows that fit are loaded, so a page of large payloads costs about
 /// the budget in memory, not `limit` times `MAX_BODY_BYTES`.
 pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<WebhookEvent>, i64), Error> {
     let counted = Counted::table("webhook_events");
-    let sizes: Vec<((i64, i64), i64)> = webhook_events::table
+    let sizes: Vec<((i64, i32), i64)> = webhook_events::table
         .select((
             (
                 webhook_events::id,
-                sql::<BigInt>("CAST(octet_length(payload) + octet_length(event_type) AS BIGINT)"),
+                octet_length(webhook_events::payload) + octet_length(webhook_events::event_type),
             ),
             counts::total_column(counted),
         ))
