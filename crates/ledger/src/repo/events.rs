@@ -138,6 +138,34 @@ pub fn events(
         .collect()
 }
 
+/// The first `limit` events after sequence `after`, ascending, with the account's
+/// `last_sequence` (its number of events: sequences run 1, 2, 3… without gaps) read in the same
+/// statement; the count is `None` when the page is empty.
+pub fn events_and_count(
+    conn: &mut DbConnection,
+    aggregate_id: &str,
+    after: i64,
+    limit: i64,
+) -> Result<(Vec<Event>, Option<i64>), Error> {
+    let last_sequence = accounts::table
+        .filter(accounts::account_id.eq(aggregate_id.to_owned()))
+        .select(accounts::last_sequence)
+        .single_value();
+    let rows: Vec<(EventRow, Option<i64>)> = account_events::table
+        .select((account_events::all_columns, last_sequence))
+        .filter(account_events::aggregate_id.eq(aggregate_id.to_owned()))
+        .filter(account_events::sequence.gt(after))
+        .order(account_events::sequence.asc())
+        .limit(limit)
+        .load(conn)?;
+    let count = rows.first().and_then(|(_, n)| *n);
+    let events = rows
+        .into_iter()
+        .map(|(row, _)| to_event(row))
+        .collect::<Result<_, _>>()?;
+    Ok((events, count))
+}
+
 pub fn get_event(
     conn: &mut DbConnection,
     aggregate_id: &str,

@@ -98,13 +98,18 @@ pub fn list_events(
     if !is_valid_account_id(account_id) {
         return Ok((CursorPage::from_rows(Vec::new(), cursor, |e| e.sequence), 0));
     }
-    let rows = repo::events(conn, account_id, page.after_sequence, None, page.limit + 1)?;
+    let (rows, count) =
+        repo::events_and_count(conn, account_id, page.after_sequence, page.limit + 1)?;
     let items = CursorPage::from_rows(rows, cursor, |e: &Event| e.sequence).within_bytes(
         crate::model::EVENTS_PAGE_MAX_BYTES,
         Event::encoded_len,
         |e| e.sequence,
     );
-    // Sequences run 1, 2, 3… without gaps, so the projection's last one is the count (no scan).
-    let total = repo::get_account(conn, account_id)?.map_or(0, |a| a.state.last_sequence);
+    // Sequences run 1, 2, 3… without gaps, so the projection's last one is the count (no scan),
+    // read with the page; an empty page reads it alone.
+    let total = match count {
+        Some(n) => n,
+        None => repo::get_account(conn, account_id)?.map_or(0, |a| a.state.last_sequence),
+    };
     Ok((items, total))
 }
