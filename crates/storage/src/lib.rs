@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod backend;
+mod checkpoint;
 pub mod counts;
 pub mod fault;
 pub mod files;
@@ -14,9 +15,10 @@ pub mod timestamp;
 mod write_queue;
 
 pub use backend::{
-    Backend, CHECKPOINTER_NICE, Conn, Database, DbConnection, Pool, PooledConn, SQLITE_CACHE_KIB,
-    StorageError, Synchronous, Timeouts,
+    Backend, Conn, Database, DbConnection, Pool, PooledConn, SQLITE_CACHE_KIB, StorageError,
+    Synchronous, Timeouts,
 };
+pub use checkpoint::{CATCH_UP_FRAMES, CHECKPOINTER_NICE, REWIND_AT_FRAMES};
 pub use fault::{Failure, Fault, StoreError};
 pub use group_commit::GroupCommit;
 pub use migrations::{

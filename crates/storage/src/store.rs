@@ -12,7 +12,7 @@
 //! - the SQLite files are checked before and after each write ([`crate::files`]);
 //! - the last write fault is remembered for a while, for `/health`.
 
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -38,6 +38,11 @@ struct Shared {
     database: Database,
     /// SQLite only: one writer at a time in this process.
     write_lock: Option<Mutex<()>>,
+    /// SQLite files only: raised by the checkpointer when the next writer should copy the
+    /// WAL's short tail before it begins (see [`crate::checkpoint`]).
+    catch_up: Arc<AtomicBool>,
+    /// SQLite files only: stops the WAL checkpointer when the last clone is dropped.
+    _checkpointer: Option<std::sync::mpsc::Sender<()>>,
     /// SQLite files only (not `:memory:`), once they have been opened.
     files: OnceLock<Files>,
     /// Keeps the WAL this process uses from being deleted and recreated by SQLite when the
@@ -51,7 +56,7 @@ impl Store {
     /// Opens a pool (connecting once, so a bad URL fails here) and records the SQLite files.
     pub fn open(database: Database, pool_size: u32) -> Result<Store, StorageError> {
         let pool = database.pool(pool_size)?;
-        let store = Store::with_pool(database, pool);
+        let store = Store::with_pool(database, pool, true);
         store.watch_files();
         Ok(store)
     }
@@ -59,16 +64,25 @@ impl Store {
     /// Like [`Store::open`], but returns at once even when the database is unreachable.
     pub fn lazy(database: Database, pool_size: u32) -> Store {
         let pool = database.lazy_pool(pool_size);
-        Store::with_pool(database, pool)
+        Store::with_pool(database, pool, true)
     }
 
-    fn with_pool(database: Database, pool: Pool) -> Store {
+    /// `checkpointer`: whether to start the WAL checkpointer of a SQLite file (tests leave it
+    /// off to control the WAL themselves).
+    fn with_pool(database: Database, pool: Pool, checkpointer: bool) -> Store {
         let write_lock = (database.backend() == Backend::Sqlite).then(|| Mutex::new(()));
+        let catch_up = Arc::new(AtomicBool::new(false));
+        let checkpointer = database
+            .sqlite_path()
+            .filter(|_| checkpointer)
+            .map(|_| crate::checkpoint::start(database.clone(), catch_up.clone()));
         Store {
             pool,
             shared: Arc::new(Shared {
                 database,
                 write_lock,
+                catch_up,
+                _checkpointer: checkpointer,
                 files: OnceLock::new(),
                 sentinel: Mutex::new(None),
                 faults: FaultLog::default(),
@@ -202,6 +216,12 @@ impl Store {
             Some(c) => c,
             None => self.checkout()?,
         };
+        if self.shared.catch_up.swap(false, Ordering::Relaxed) {
+            // Holding the write lock, no frame can arrive while the tail is copied, so this
+            // writer begins on a fully copied WAL and SQLite rewinds it. A failed pass only
+            // leaves the WAL as it was.
+            let _ = crate::checkpoint::pass(&mut conn);
+        }
         match begin_write(&mut conn) {
             Ok(()) => Ok(conn),
             Err(first) => {
@@ -377,6 +397,86 @@ impl FaultLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Frames in the WAL, and of those copied into the database file.
+    fn wal(conn: &mut DbConnection) -> (i32, i32) {
+        let pass = crate::checkpoint::pass(conn).expect("checkpoint");
+        (pass.log, pass.checkpointed)
+    }
+
+    fn exec(q: &'static str) -> impl FnOnce(&mut DbConnection) -> diesel::QueryResult<usize> {
+        move |c| diesel::sql_query(q).execute(c)
+    }
+
+    /// Leaves a long WAL as steady writes leave it: every frame but one writer's last few was
+    /// copied while that writer was under way (here a reader keeps it from rewinding), so no
+    /// later writer rewinds it by itself. Returns the frames copied.
+    fn leave_a_tail(store: &Store, other: &mut DbConnection, reader: &mut DbConnection) -> i32 {
+        store
+            .write(exec(
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200) \
+                 INSERT INTO t SELECT printf('%.3000c', 'x') FROM n",
+            ))
+            .expect("1,200 pages");
+        diesel::sql_query("BEGIN").execute(reader).expect("begin");
+        diesel::sql_query("SELECT count(*) FROM t")
+            .execute(reader)
+            .expect("read");
+        let (log, copied) = wal(other);
+        assert_eq!(
+            log, copied,
+            "the reader sees every frame, so all are copied"
+        );
+        store
+            .write(exec("INSERT INTO t VALUES ('one')"))
+            .expect("write");
+        diesel::sql_query("COMMIT")
+            .execute(reader)
+            .expect("end read");
+        copied
+    }
+
+    #[test]
+    fn a_writer_told_to_catch_up_copies_the_tail_and_the_wal_starts_over() {
+        let dir = std::env::temp_dir().join(format!("store-catch-up-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let database = Database::parse(&format!("sqlite://{}/t.db", dir.display())).expect("url");
+        let store = Store::with_pool(database.clone(), database.pool(2).expect("pool"), false);
+        store
+            .write(exec("CREATE TABLE t (x TEXT NOT NULL)"))
+            .expect("create");
+        let (mut other, mut reader) =
+            (database.establish().unwrap(), database.establish().unwrap());
+
+        let copied = leave_a_tail(&store, &mut other, &mut reader);
+        assert!(copied >= crate::REWIND_AT_FRAMES, "{copied} frames");
+        store
+            .write(exec("INSERT INTO t VALUES ('two')"))
+            .expect("write");
+        let (log, _) = wal(&mut other);
+        assert!(
+            log > copied + 1,
+            "without the flag the WAL goes on: {log} after {copied}"
+        );
+
+        let copied = leave_a_tail(&store, &mut other, &mut reader);
+        assert!(copied >= crate::REWIND_AT_FRAMES, "{copied} frames");
+        store.shared.catch_up.store(true, Ordering::Relaxed);
+        store
+            .write(exec("INSERT INTO t VALUES ('two')"))
+            .expect("write");
+        let (log, _) = wal(&mut other);
+        assert!(
+            log < 10,
+            "with the flag the WAL starts over: {log} frames after {copied}"
+        );
+        assert!(
+            !store.shared.catch_up.load(Ordering::Relaxed),
+            "the flag is taken down"
+        );
+        drop((other, reader, store));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn fault_log_forgets_after_a_success_or_a_while() {

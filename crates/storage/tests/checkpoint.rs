@@ -1,4 +1,4 @@
-//! A SQLite pool checkpoints its WAL on a background thread: data committed by a writer reaches
+//! A SQLite store checkpoints its WAL on a background thread: data committed by a writer reaches
 //! the database file without any writer running a checkpoint (the connections' own
 //! `wal_autocheckpoint` is far above what this test writes).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -6,18 +6,19 @@
 use std::time::{Duration, Instant};
 
 use diesel::RunQueryDsl;
-use storage::Database;
+use storage::{Database, Store};
 
 #[test]
-fn the_pool_moves_committed_wal_frames_into_the_database_file() {
+fn the_store_moves_committed_wal_frames_into_the_database_file() {
     let dir = std::env::temp_dir().join(format!("storage-checkpoint-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("test.db");
-    let pool = Database::parse(&format!("sqlite://{}", file.display()))
-        .unwrap()
-        .pool(2)
-        .unwrap();
-    let mut conn = pool.get().unwrap();
+    let store = Store::open(
+        Database::parse(&format!("sqlite://{}", file.display())).unwrap(),
+        2,
+    )
+    .unwrap();
+    let mut conn = store.pool().get().unwrap();
     diesel::sql_query("CREATE TABLE t (x TEXT NOT NULL)")
         .execute(&mut **conn)
         .unwrap();
@@ -36,7 +37,7 @@ fn the_pool_moves_committed_wal_frames_into_the_database_file() {
     }
     assert!(size() >= 2_000_000, "database file is {} bytes", size());
     drop(conn);
-    drop(pool);
+    drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -47,10 +48,11 @@ fn the_pool_moves_committed_wal_frames_into_the_database_file() {
 fn the_checkpointer_runs_at_the_lowest_priority() {
     let dir = std::env::temp_dir().join(format!("storage-nice-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let pool = Database::parse(&format!("sqlite://{}/test.db", dir.display()))
-        .unwrap()
-        .pool(1)
-        .unwrap();
+    let store = Store::open(
+        Database::parse(&format!("sqlite://{}/test.db", dir.display())).unwrap(),
+        1,
+    )
+    .unwrap();
     let own = nice_of("self");
     let deadline = Instant::now() + Duration::from_secs(10);
     let niced = loop {
@@ -72,7 +74,7 @@ fn the_checkpointer_runs_at_the_lowest_priority() {
         own,
         "the calling thread's priority changed"
     );
-    drop(pool);
+    drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -3,7 +3,7 @@
 
 mod pool;
 
-pub use pool::{CHECKPOINTER_NICE, Conn, Manager};
+pub use pool::{Conn, Manager};
 
 use std::path::Path;
 use std::time::Duration;

@@ -1,0 +1,141 @@
+//! The SQLite WAL checkpointer: a background thread beside each [`crate::Store`] that copies
+//! committed WAL frames back into the database file, so that no writer has to.
+//!
+//! SQLite checkpoints from whichever connection commits when the WAL passes
+//! `wal_autocheckpoint` pages, and that commit then also waits for the checkpoint's copying and
+//! its fsyncs. With every write funnelled through one writer (group commit), that stalled all
+//! writes. A `PASSIVE` checkpoint from this thread instead runs beside the writers and never
+//! blocks them. It runs every 10 ms while the WAL grows (every 100 ms otherwise).
+//!
+//! Copying alone never lets the WAL start over: SQLite rewinds it only for a writer that begins
+//! after a checkpoint copied every frame, and under steady writes the group commit's writer has
+//! always begun its next batch by then. So once a pass leaves a WAL of [`REWIND_AT_FRAMES`] or
+//! more with at most [`CATCH_UP_FRAMES`] left to copy, the thread raises a flag, and the store's
+//! next writer, holding the write lock (no frame can arrive meanwhile), copies that tail before
+//! its `BEGIN` and so begins on a fully copied WAL, which SQLite then rewinds. The writer does
+//! it, not this thread: a nice-19 thread holding the write lock would be descheduled under load
+//! with every writer waiting behind it.
+//!
+//! Without this the WAL grew to the connections' `wal_autocheckpoint` (10,000 pages, 40 MiB)
+//! before anything rewound it, and random updates over 1,000,000 notes ran with a p99 of
+//! 18–26 ms at 16 connections; rewinding at 1,000 pages brought it to 8.7–9.6 ms (at 500 pages
+//! 6.7 ms, but 2,000 and 4,000 pages gave 14 and 18 ms). The price is about 7% of that route's
+//! throughput (16.1–17.2k/s against 17.2–18.4k/s), since the tail is copied on the writer's
+//! time; sequential inserts did not change. Measured with `scripts/bench/replay.lua`, see
+//! docs/PERFORMANCE.md.
+//!
+//! The thread runs at the lowest CPU priority ([`CHECKPOINTER_NICE`]): its work is never on a
+//! request's path, and at normal priority it took the CPU from the request and writer threads
+//! at random moments (`POST /webhook` on SQLite +4% with it niced; docs/webhooks.md).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
+use std::time::Duration;
+
+use diesel::RunQueryDsl;
+
+use crate::{Database, DbConnection};
+
+/// How often the thread looks at the WAL while there are writes, and while there are none.
+const BUSY: Duration = Duration::from_millis(10);
+const IDLE: Duration = Duration::from_millis(100);
+
+/// A WAL this long (in frames, i.e. pages) is rewound: shorter WALs kept the tails lower still,
+/// at more of the writer's time (see above).
+pub const REWIND_AT_FRAMES: i32 = 1_000;
+
+/// At most this many frames are copied while writers wait: about 1 MiB, measured at about
+/// 0.5 ms including the fsync.
+pub const CATCH_UP_FRAMES: i32 = 256;
+
+/// The checkpointer's nice value: the lowest priority a thread can give itself. It still runs
+/// when both cores are busy (a nice-19 thread gets ~1.5% of a core against a nice-0 one), so
+/// the WAL keeps being copied back and cannot grow without bound; `wal_autocheckpoint` stays
+/// the backstop.
+pub const CHECKPOINTER_NICE: i32 = 19;
+
+/// What `PRAGMA wal_checkpoint` answers.
+#[derive(diesel::QueryableByName)]
+pub(crate) struct Pass {
+    /// Frames in the WAL (-1 when the database is not in WAL mode).
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    pub(crate) log: i32,
+    /// Of those, frames now copied into the database file.
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    pub(crate) checkpointed: i32,
+}
+
+pub(crate) fn pass(conn: &mut DbConnection) -> diesel::QueryResult<Pass> {
+    diesel::sql_query("PRAGMA wal_checkpoint(PASSIVE)").get_result(conn)
+}
+
+/// Whether a pass left a WAL long enough to rewind and a tail short enough to copy while
+/// writers wait. A pass that copied everything qualifies too: under steady writes the writer
+/// had already begun its next transaction on the WAL as it was, and SQLite rewinds only for a
+/// writer that begins after the last frame was copied.
+pub fn worth_catching_up(log: i32, checkpointed: i32) -> bool {
+    log >= REWIND_AT_FRAMES && (0..=CATCH_UP_FRAMES).contains(&(log - checkpointed))
+}
+
+/// Starts the thread for the SQLite file of `db`. It raises `catch_up` for the store's next
+/// writer to copy the tail before it begins. The thread stops when the returned sender is
+/// dropped.
+pub fn start(db: Database, catch_up: Arc<AtomicBool>) -> Sender<()> {
+    let (stop, stopped) = channel::<()>();
+    let _ = std::thread::Builder::new()
+        .name("sqlite-checkpoint".into())
+        .spawn(move || {
+            lower_own_priority();
+            let mut conn = None;
+            let mut every = IDLE;
+            let mut last_log = 0;
+            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                if conn.is_none() {
+                    conn = db.establish().ok();
+                }
+                let Some(c) = conn.as_mut() else { continue };
+                let result = pass(c);
+                if let Ok(p) = &result
+                    && worth_catching_up(p.log, p.checkpointed)
+                {
+                    catch_up.store(true, Ordering::Relaxed);
+                }
+                match result {
+                    // Frames came in since the last look: writes are under way.
+                    Ok(p) => {
+                        every = if p.log != last_log { BUSY } else { IDLE };
+                        last_log = p.log;
+                    }
+                    Err(_) => conn = None,
+                }
+            }
+        });
+    stop
+}
+
+/// Linux keeps a nice value per thread, and `setpriority(PRIO_PROCESS, 0, …)` changes only the
+/// calling thread's. Elsewhere that call would change the whole process, so it is not made.
+fn lower_own_priority() {
+    #[cfg(target_os = "linux")]
+    let _ = rustix::process::setpriority_process(None, CHECKPOINTER_NICE);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_long_wal_with_a_short_tail_is_caught_up_under_the_lock() {
+        assert!(worth_catching_up(REWIND_AT_FRAMES, REWIND_AT_FRAMES - 1));
+        assert!(worth_catching_up(50_000, 50_000 - CATCH_UP_FRAMES));
+        // All copied while a writer was under way: it must be let finish, then rewind.
+        assert!(worth_catching_up(50_000, 50_000));
+        // Too short to be worth a writer's wait.
+        assert!(!worth_catching_up(REWIND_AT_FRAMES - 1, 0));
+        // Too much left to copy while writers wait.
+        assert!(!worth_catching_up(50_000, 50_000 - CATCH_UP_FRAMES - 1));
+        // Not in WAL mode.
+        assert!(!worth_catching_up(-1, -1));
+    }
+}
