@@ -18,7 +18,7 @@ pub struct WebhookEvent {
 impl WebhookEvent {
     /// About what an event whose payload and event type take `text_bytes` takes in a list
     /// response (the id, the timestamp and the member names are the fixed part).
-    pub fn listed_len(text_bytes: usize) -> usize {
+    pub const fn listed_len(text_bytes: usize) -> usize {
         text_bytes.saturating_add(96)
     }
 }

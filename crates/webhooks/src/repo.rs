@@ -213,17 +213,27 @@ diesel::define_sql_function! {
     fn octet_length(x: diesel::sql_types::Text) -> diesel::sql_types::Integer;
 }
 
-/// One page of events, newest first (id descending), and the total count. The page ends
-/// before its events pass [`crate::LIST_PAGE_MAX_BYTES`]: the sizes of the page's rows are
-/// read first and only the rows that fit are loaded, so a page of large payloads costs about
-/// the budget in memory, not `limit` times `MAX_BODY_BYTES`.
+/// Payload and event type bytes up to which a listed event's payload comes back with the first
+/// statement: a full page of such events stays within [`crate::LIST_PAGE_MAX_BYTES`].
+pub const INLINE_TEXT_BYTES: i32 = (crate::LIST_PAGE_MAX_BYTES / pagination::MAX_LIMIT as usize
+    - WebhookEvent::listed_len(0)) as i32;
+
+/// One page of events, newest first (id descending), and the total count, in one statement
+/// whenever every event on the page is small ([`INLINE_TEXT_BYTES`]), as nearly all are: the
+/// payloads of larger ones are left out of it, and then the page is read again by size
+/// ([`list_by_size`]). Either way a page costs about the budget in memory, not `limit` times
+/// `MAX_BODY_BYTES`.
 pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<WebhookEvent>, i64), Error> {
     let counted = Counted::table("webhook_events");
-    let sizes: Vec<((i64, i32), i64)> = webhook_events::table
+    let text_bytes =
+        octet_length(webhook_events::payload) + octet_length(webhook_events::event_type);
+    let rows: Vec<((i64, String, Option<String>, String), i64)> = webhook_events::table
         .select((
             (
                 webhook_events::id,
-                octet_length(webhook_events::payload) + octet_length(webhook_events::event_type),
+                webhook_events::event_type,
+                diesel::dsl::case_when(text_bytes.le(INLINE_TEXT_BYTES), webhook_events::payload),
+                webhook_events::delivered_at,
             ),
             counts::total_column(counted),
         ))
@@ -231,11 +241,40 @@ pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<WebhookEvent>, i
         .limit(page.limit)
         .offset(page.offset)
         .load(conn)?;
-    let (sizes, total) = counts::split(conn, sizes, counted)?;
+    let (rows, total) = counts::split(conn, rows, counted)?;
+    let inline: Option<Vec<WebhookEvent>> = rows
+        .into_iter()
+        .map(|(id, event_type, payload, delivered_at)| {
+            Some(WebhookEvent {
+                id,
+                event_type,
+                payload: payload?,
+                delivered_at,
+            })
+        })
+        .collect();
+    match inline {
+        Some(events) => Ok((events, total)),
+        None => Ok((list_by_size(conn, page)?, total)),
+    }
+}
+
+/// A page with large events: the sizes of the page's rows are read first and only the rows
+/// that fit the budget are loaded.
+fn list_by_size(conn: &mut DbConnection, page: Page) -> Result<Vec<WebhookEvent>, Error> {
+    let sizes: Vec<(i64, i32)> = webhook_events::table
+        .select((
+            webhook_events::id,
+            octet_length(webhook_events::payload) + octet_length(webhook_events::event_type),
+        ))
+        .order(webhook_events::id.desc())
+        .limit(page.limit)
+        .offset(page.offset)
+        .load(conn)?;
     let fits = pagination::fitting(&sizes, crate::LIST_PAGE_MAX_BYTES, |(_, len)| {
         WebhookEvent::listed_len(usize::try_from(*len).unwrap_or(usize::MAX))
     });
-    let rows: Vec<WebhookEvent> = match (sizes.first(), sizes.get(fits - 1)) {
+    Ok(match (sizes.first(), sizes.get(fits - 1)) {
         // Ids in that range, newest first: a delivery stored since has a higher id.
         (Some((newest, _)), Some((oldest, _))) => webhook_events::table
             .select(WebhookEvent::as_select())
@@ -244,8 +283,7 @@ pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<WebhookEvent>, i
             .order(webhook_events::id.desc())
             .load(conn)?,
         _ => Vec::new(),
-    };
-    Ok((rows, total))
+    })
 }
 
 /// How many events are stored.

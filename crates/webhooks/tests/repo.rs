@@ -76,6 +76,52 @@ fn record_list_and_replay() {
     }
 }
 
+/// A JSON body of `len` bytes whose event type is "e".
+fn body_of_len(len: usize) -> String {
+    let head = r#"{"event_type":"e","pad":""#;
+    format!("{head}{}\"}}", "x".repeat(len - head.len() - 2))
+}
+
+/// Events up to `INLINE_TEXT_BYTES` come back with the page's one statement; a page holding a
+/// larger one is read again by size. Both give every payload intact, newest first.
+#[test]
+fn pages_of_small_and_of_larger_events_list_the_same_way() {
+    let inline = usize::try_from(repo::INLINE_TEXT_BYTES).unwrap();
+    for db in databases() {
+        let mut conn = db.pool.checkout().unwrap();
+        // Payload and event type ("e", one byte) together at the limit, then one byte over.
+        let bodies = [
+            body_of_len(inline - 1),
+            body_of_len(inline),
+            body_of_len(40),
+        ];
+        let ids: Vec<i64> = bodies
+            .iter()
+            .map(|b| repo::record(&mut conn, &delivery(b)).unwrap().id)
+            .collect();
+        let mut listed = |offset| {
+            let page = Page { limit: 100, offset };
+            let (items, total) = repo::list(&mut conn, page).unwrap();
+            assert_eq!(total, 3);
+            items
+                .into_iter()
+                .map(|e| (e.id, e.payload))
+                .collect::<Vec<_>>()
+        };
+        let expected = |from: usize| {
+            (from..3)
+                .rev()
+                .map(|i| (ids[i], bodies[i].clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bodies[0].len() + 1, inline);
+        // Newest first: the small one, the one over the limit, the one at it.
+        assert_eq!(listed(0), expected(0));
+        // A page of the at-limit one alone.
+        assert_eq!(listed(2), expected(0)[2..]);
+    }
+}
+
 #[test]
 fn concurrent_identical_deliveries_store_one_row() {
     for db in databases() {
