@@ -218,6 +218,9 @@ diesel::define_sql_function! {
 pub const INLINE_TEXT_BYTES: i32 = (crate::LIST_PAGE_MAX_BYTES / pagination::MAX_LIMIT as usize
     - WebhookEvent::listed_len(0)) as i32;
 
+/// A listed event's id, event type, payload when small enough, and time of delivery.
+type MaybeInline = (i64, String, Option<String>, String);
+
 /// One page of events, newest first (id descending), and the total count, in one statement
 /// whenever every event on the page is small ([`INLINE_TEXT_BYTES`]), as nearly all are: the
 /// payloads of larger ones are left out of it, and then the page is read again by size
@@ -227,7 +230,7 @@ pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<WebhookEvent>, i
     let counted = Counted::table("webhook_events");
     let text_bytes =
         octet_length(webhook_events::payload) + octet_length(webhook_events::event_type);
-    let rows: Vec<((i64, String, Option<String>, String), i64)> = webhook_events::table
+    let rows: Vec<(MaybeInline, i64)> = webhook_events::table
         .select((
             (
                 webhook_events::id,
