@@ -10,7 +10,9 @@ mod comments;
 mod cross_cutting;
 mod examples;
 mod health;
+
 mod hostile;
+mod idempotency;
 mod migrations;
 mod notes;
 mod openapi;

@@ -741,17 +741,28 @@ async fn openapi_marks_v1_deprecated_and_documents_its_headers() {
             let headers = response.get("headers");
             // Storage faults (503, 507) document Retry-After on every operation.
             let fault = status == "503" || status == "507";
+            // A create's 201 may be the replay of a retried Idempotency-Key.
+            let replayable = method == "post" && status == "201" && path != "/metrics/v1-usage";
             if v1 {
                 let h = headers.unwrap_or_else(|| panic!("{id} {status}"));
                 let mut want = vec!["Deprecation", "Link", "Sunset"];
                 if fault {
                     want.insert(2, "Retry-After");
                 }
+                if replayable {
+                    want.insert(1, "Idempotent-Replayed");
+                }
                 assert_eq!(keys(h), want);
                 assert_eq!(h["Sunset"]["schema"]["enum"], json!([SUNSET]));
                 assert_eq!(h["Link"]["schema"]["enum"], json!([LINK]));
             } else if fault {
                 assert_eq!(keys(headers.unwrap()), ["Retry-After"], "{id} {status}");
+            } else if replayable {
+                assert_eq!(
+                    keys(headers.unwrap()),
+                    ["Idempotent-Replayed"],
+                    "{id} {status}"
+                );
             } else {
                 assert!(headers.is_none(), "{id} {status}");
             }

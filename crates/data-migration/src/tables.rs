@@ -258,6 +258,11 @@ table!(AccountIdempotencyKeys = ledger::schema::account_idempotency_keys,
     idempotency_key: String, fingerprint: String, aggregate_id: String, sequence: i64,
     created_at: String,
 });
+table!(IdempotencyKeys = idempotency::schema::idempotency_keys, key id: BigInt,
+    serial Some("id"), {
+    id: i64, caller: String, idempotency_key: String, fingerprint: String, status: i64,
+    location: Option<String>, body: String, created_at: String,
+});
 table!(WebhookEvents = webhooks::schema::webhook_events, key id: BigInt, serial Some("id"), {
     id: i64, event_type: String, payload: String, delivered_at: String,
     signature_t: String, signature_v1: String,
@@ -266,7 +271,7 @@ table!(WebhookEvents = webhooks::schema::webhook_events, key id: BigInt, serial 
 /// Every table of the service, parents before children (comments after notes, tokens after
 /// users, account events after accounts). `__diesel_schema_migrations` is not here: the target
 /// gets its own from running the migrations.
-pub(crate) static TABLES: [&dyn Table; 12] = [
+pub(crate) static TABLES: [&dyn Table; 13] = [
     &Notes,
     &Tags,
     &Comments,
@@ -278,6 +283,7 @@ pub(crate) static TABLES: [&dyn Table; 12] = [
     &Accounts,
     &AccountEvents,
     &AccountIdempotencyKeys,
+    &IdempotencyKeys,
     &WebhookEvents,
 ];
 

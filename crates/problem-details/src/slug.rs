@@ -22,10 +22,12 @@ pub enum Slug {
     ServiceUnavailable,
     StorageUnavailable,
     InsufficientStorage,
+    IdempotencyKeyReused,
+    RequestInProgress,
 }
 
 impl Slug {
-    pub const ALL: [Slug; 19] = [
+    pub const ALL: [Slug; 21] = [
         Slug::BadRequest,
         Slug::InvalidBody,
         Slug::Unauthorized,
@@ -45,6 +47,8 @@ impl Slug {
         Slug::ServiceUnavailable,
         Slug::StorageUnavailable,
         Slug::InsufficientStorage,
+        Slug::IdempotencyKeyReused,
+        Slug::RequestInProgress,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -68,6 +72,8 @@ impl Slug {
             Slug::ServiceUnavailable => "service-unavailable",
             Slug::StorageUnavailable => "storage-unavailable",
             Slug::InsufficientStorage => "insufficient-storage",
+            Slug::IdempotencyKeyReused => "idempotency-key-reused",
+            Slug::RequestInProgress => "request-in-progress",
         }
     }
 
@@ -84,10 +90,10 @@ impl Slug {
             Slug::NotFound => 404,
             Slug::MethodNotAllowed => 405,
             Slug::RequestTimeout => 408,
-            Slug::Conflict | Slug::AccountClosed => 409,
+            Slug::Conflict | Slug::AccountClosed | Slug::RequestInProgress => 409,
             Slug::PayloadTooLarge => 413,
             Slug::UnsupportedMediaType => 415,
-            Slug::ValidationFailed | Slug::InsufficientFunds => 422,
+            Slug::ValidationFailed | Slug::InsufficientFunds | Slug::IdempotencyKeyReused => 422,
             Slug::TooManyRequests => 429,
             Slug::InternalServerError => 500,
             Slug::ServiceUnavailable | Slug::StorageUnavailable => 503,
@@ -117,6 +123,8 @@ impl Slug {
             Slug::ServiceUnavailable => "Service unavailable.",
             Slug::StorageUnavailable => "Storage unavailable.",
             Slug::InsufficientStorage => "Insufficient storage.",
+            Slug::IdempotencyKeyReused => "Idempotency key reused.",
+            Slug::RequestInProgress => "Request in progress.",
         }
     }
 
@@ -190,6 +198,15 @@ impl Slug {
                  again without a restart once space is freed; retry after the Retry-After \
                  header."
             }
+            Slug::IdempotencyKeyReused => {
+                "This Idempotency-Key was already used by the same caller with a different \
+                 request (another route or another body). Nothing was written. Use a fresh key \
+                 for a new request; keys are kept for 24 hours by default."
+            }
+            Slug::RequestInProgress => {
+                "Another request with this Idempotency-Key is still being processed. Nothing \
+                 was written by this one; retry it with the same key to get the first answer."
+            }
         }
     }
 }
@@ -226,6 +243,8 @@ mod tests {
         assert_eq!(Slug::ValidationFailed.status(), 422);
         assert_eq!(Slug::TooManyRequests.status(), 429);
         assert_eq!(Slug::InternalServerError.status(), 500);
+        assert_eq!(Slug::IdempotencyKeyReused.status(), 422);
+        assert_eq!(Slug::RequestInProgress.status(), 409);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use serde_json::Value;
 use storage::{Database, Store};
 
 use crate::db::Db;
+use crate::idempotent::KeyTtl;
 use crate::middleware::deprecation::{self, V1Policy, V1Usage};
 use crate::middleware::limits::{self, ConnectionCounter, Limits};
 use crate::middleware::problems::{self, BodyLimit, ProblemBase, RouteTable};
@@ -101,6 +102,7 @@ impl Application {
         let doc = Arc::new(openapi::generate().await);
         let db_backend = db.backend();
         let v1_usage = Data::new(V1Usage::new(db.store().clone()));
+        let db_store = db.store().clone();
         let shared = Shared {
             appender: Data::new(ledger::Appender::new(db.store().clone())),
             recorder: Data::new(webhooks::Recorder::new(db.store().clone())),
@@ -131,6 +133,11 @@ impl Application {
             cors_origins: settings.cors_origins.clone(),
             api_auth: Data::new(settings.api_auth),
             token_lifetime: Data::new(settings.token_lifetime),
+            key_ttl: Data::new(KeyTtl(settings.idempotency_ttl)),
+            _pruner: Arc::new(idempotency::Pruner::start(
+                db_store.clone(),
+                settings.idempotency_ttl,
+            )),
             doc,
         };
         // Behind trusted proxies every connection comes from a proxy: no per-address cap.
@@ -198,6 +205,9 @@ struct Shared {
     cors_origins: Vec<String>,
     api_auth: Data<token_auth::ApiAuth>,
     token_lifetime: Data<tokens::Lifetime>,
+    key_ttl: Data<KeyTtl>,
+    /// Deletes expired idempotency keys while the app lives.
+    _pruner: Arc<idempotency::Pruner>,
     doc: Arc<Value>,
 }
 
@@ -249,6 +259,7 @@ impl Shared {
             .app_data(self.route_table)
             .app_data(self.api_auth)
             .app_data(self.token_lifetime)
+            .app_data(self.key_ttl)
             .app_data(BodyLimit(self.body_limit))
             .app_data(self.limits)
             .app_data(web::PathConfig::default().error_handler(problems::path_error));

@@ -4,6 +4,7 @@ pub mod app;
 pub mod db;
 pub mod error;
 pub mod extract;
+pub mod idempotent;
 pub mod middleware;
 pub mod openapi;
 pub mod progress;

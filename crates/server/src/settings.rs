@@ -80,6 +80,9 @@ pub struct Settings {
     /// `TOKEN_DEFAULT_DAYS` (90) and `TOKEN_MAX_DAYS` (365): how long an issued token lives
     /// when its request names no expiry, and the longest it may name.
     pub token_lifetime: tokens::Lifetime,
+    /// `IDEMPOTENCY_TTL_SECS` (86,400): how long a create's `Idempotency-Key` and first answer
+    /// are kept for retries; pruned in the background after that.
+    pub idempotency_ttl: Duration,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -138,6 +141,7 @@ impl Default for Settings {
             webhook_fixed_now: None,
             api_auth: crate::middleware::token_auth::ApiAuth::Off,
             token_lifetime: tokens::Lifetime::default(),
+            idempotency_ttl: idempotency::DEFAULT_TTL,
         }
     }
 }
@@ -326,6 +330,14 @@ impl Settings {
                     max_days,
                 }
             },
+            idempotency_ttl: parse("IDEMPOTENCY_TTL_SECS", get("IDEMPOTENCY_TTL_SECS"), |v| {
+                v.parse::<u64>()
+                    .ok()
+                    .filter(|n| (1..=30 * 86_400).contains(n))
+                    .map(Duration::from_secs)
+                    .ok_or("expected whole seconds, 1 to 2592000 (30 days)")
+            })?
+            .unwrap_or(idempotency::DEFAULT_TTL),
         })
     }
 }

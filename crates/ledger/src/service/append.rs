@@ -120,7 +120,7 @@ fn attempt_batch<A: Borrow<Append>>(
     let mut states = repo::lock_accounts(c, &ids)?;
     let keys: Vec<&str> = jobs
         .iter()
-        .filter_map(|j| j.key.as_ref().map(|k| k.key.as_str()))
+        .filter_map(|j| j.key.as_ref().map(|k| k.key()))
         .collect();
     let stored_keys = repo::find_keys(c, &keys)?;
     let now = storage::timestamp::now_sql();
@@ -190,8 +190,8 @@ fn plan_one<'a>(
     now: &str,
 ) -> Result<Plan, TxError> {
     if let Some(key) = &job.key {
-        if let Some(earlier) = new_keys.iter().find(|k| k.key == key.key) {
-            if earlier.fingerprint != key.fingerprint {
+        if let Some(earlier) = new_keys.iter().find(|k| k.key == key.key()) {
+            if earlier.fingerprint != key.fingerprint() {
                 return Ok(Plan::Refused(Error::IdempotencyKeyReused));
             }
             let n = new_events
@@ -202,7 +202,7 @@ fn plan_one<'a>(
                 .unwrap_or_else(|| unreachable!("a batch key names one of the batch's events"));
             return Ok(Plan::ReplayNew(n));
         }
-        if let Some(record) = stored_keys.get(&key.key) {
+        if let Some(record) = stored_keys.get(key.key()) {
             return match stored_replay(c, key, record) {
                 Ok(event) => Ok(Plan::ReplayStored(Box::new(event))),
                 Err(Error::IdempotencyKeyReused) => Ok(Plan::Refused(Error::IdempotencyKeyReused)),
@@ -240,8 +240,8 @@ pub(super) fn new_key<'a>(
     sequence: i64,
 ) -> repo::NewKey<'a> {
     repo::NewKey {
-        key: &key.key,
-        fingerprint: &key.fingerprint,
+        key: key.key(),
+        fingerprint: key.fingerprint(),
         aggregate_id,
         sequence,
     }

@@ -95,7 +95,7 @@ pub(super) fn earlier(
     conn: &mut DbConnection,
     key: &IdempotencyKey,
 ) -> Result<Option<Event>, Error> {
-    match repo::find_key(conn, &key.key)? {
+    match repo::find_key(conn, key.key())? {
         Some(record) => stored_replay(conn, key, &record).map(Some),
         None => Ok(None),
     }
@@ -108,7 +108,7 @@ pub(super) fn stored_replay(
     key: &IdempotencyKey,
     record: &repo::KeyRecord,
 ) -> Result<Event, Error> {
-    if record.fingerprint != key.fingerprint {
+    if record.fingerprint != key.fingerprint() {
         return Err(Error::IdempotencyKeyReused);
     }
     let repo::KeyRecord {

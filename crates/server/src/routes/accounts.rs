@@ -168,8 +168,9 @@ pub struct EventsQuery {
     pub limit: Option<i64>,
 }
 
-/// The optional `Idempotency-Key` header: a retry with the same key and body gets the first
-/// answer and writes nothing; the same key with another request is 409.
+/// The optional `Idempotency-Key` header of every create (crate::idempotent); the ledger's two
+/// routes keep their own keys, and answer another request with the same key 409 as
+/// DECISIONS.md fixes for them.
 pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
 
 pub struct IdempotencyKeyDoc;
@@ -177,8 +178,11 @@ pub struct IdempotencyKeyDoc;
 impl HeaderDoc for IdempotencyKeyDoc {
     const NAME: &'static str = IDEMPOTENCY_KEY;
     const REQUIRED: bool = false;
-    const DESCRIPTION: &'static str = "Optional. A retry with the same key and body returns the first \
-        response and writes nothing; the same key with another request is 409.";
+    const DESCRIPTION: &'static str = "Optional, on every create. A retry with the same key and \
+        body returns the first response (with `Idempotent-Replayed: true`) and writes nothing; the \
+        same key with another request is 422 `idempotency-key-reused` (409 `conflict` on the two \
+        account routes). Keys belong to the caller and are kept for IDEMPOTENCY_TTL_SECS \
+        (24 hours by default).";
     fn schema() -> Value {
         serde_json::json!({
             "type": "string",
@@ -247,6 +251,7 @@ impl ApiComponent for CreatedEvent {
         description: Option<String>,
     ) -> Option<Responses> {
         <CreatedJson<AccountEventDto> as ApiComponent>::responses(v, content_type, description)
+            .map(|r| crate::idempotent::with_replayed_header(r, v))
     }
 }
 

@@ -1,7 +1,6 @@
 //! Area B: `POST /articles`, `GET /articles/offset`, `GET /articles/cursor`.
 
 use actix_web::web::{Data, Json};
-use apistos::actix::CreatedJson;
 use apistos::web::{ServiceConfig, get, post, resource};
 use apistos::{ApiComponent, api_operation};
 use articles::{Article, ArticleInput, NewArticle, repo};
@@ -16,6 +15,7 @@ use super::dto::{ClampedPageQuery, TEXT_PATTERN};
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
+use crate::idempotent::{Created, Retry};
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -133,14 +133,18 @@ impl From<CursorPage<Article>> for ArticleCursorPage {
 )]
 pub async fn create(
     db: Data<Db>,
+    retry: Retry,
     body: JsonObject<ArticleBody>,
-) -> Result<CreatedJson<ArticleDto>, ApiError> {
+) -> Result<Created<ArticleDto>, ApiError> {
     let new = NewArticle::new(
         ArticleInput::from_json(&body)?,
         storage::timestamp::now_rfc3339(),
     );
-    let article = db.write(move |c| repo::create(c, &new)).await?;
-    Ok(CreatedJson(article.into()))
+    retry
+        .create(&db, "POST /articles", &body, move |c| {
+            repo::create(c, &new).map(ArticleDto::from)
+        })
+        .await
 }
 
 /// List articles by offset

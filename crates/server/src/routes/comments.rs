@@ -1,5 +1,5 @@
 use actix_web::web::{Data, Json, Path};
-use apistos::actix::{CreatedJson, NoContent};
+use apistos::actix::NoContent;
 use apistos::web::{ServiceConfig, delete, get, post, put, resource};
 use apistos::{ApiComponent, api_operation};
 use notes::{Comment, CommentInput, repo};
@@ -15,6 +15,7 @@ use super::notes::NotePath;
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
+use crate::idempotent::{Created, Retry};
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -84,14 +85,17 @@ pub async fn list(
 )]
 pub async fn create(
     db: Data<Db>,
+    retry: Retry,
     path: Path<NotePath>,
     body: JsonObject<CommentBody>,
-) -> Result<CreatedJson<CommentDto>, ApiError> {
+) -> Result<Created<CommentDto>, ApiError> {
     let (note_id, input) = (path.note_id, CommentInput::from_json(&body)?);
-    let comment = db
-        .write(move |c| repo::comments::create(c, note_id, &input))
-        .await?;
-    Ok(CreatedJson(comment.into()))
+    let route = "POST /notes/{note_id}/comments";
+    retry
+        .create(&db, route, &with_path(&body, note_id), move |c| {
+            repo::comments::create(c, note_id, &input).map(CommentDto::from)
+        })
+        .await
 }
 
 /// Get a comment
@@ -156,4 +160,14 @@ pub fn configure(cfg: &mut ServiceConfig) {
             .route(put().to(update))
             .route(delete().to(remove)),
     );
+}
+
+/// The body with the note it is posted to: the same comment to another note is another request.
+fn with_path(
+    body: &serde_json::Map<String, serde_json::Value>,
+    note_id: i64,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut keyed = body.clone();
+    keyed.insert(" note_id".to_owned(), note_id.into());
+    keyed
 }

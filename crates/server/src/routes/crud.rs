@@ -28,10 +28,11 @@ macro_rules! crud_routes {
             #[allow(unused_imports)]
             use super::*;
             use actix_web::web::{Data, Json, Path};
-            use apistos::actix::{CreatedJson, NoContent};
+            use apistos::actix::NoContent;
             use apistos::api_operation;
             use $crate::db::Db;
             use $crate::error::ApiError;
+            use $crate::idempotent::{Created, Retry};
             use $crate::extract::{JsonObject, RawQuery};
             use $crate::routes::dto::PageQuery;
             use $ops as ops;
@@ -53,9 +54,10 @@ macro_rules! crud_routes {
             )]
             pub async fn create(
                 db: Data<Db>,
+                retry: Retry,
                 body: JsonObject<$body>,
-            ) -> Result<CreatedJson<$dto>, ApiError> {
-                Ok(CreatedJson(ops::create_one(&db, &body).await?))
+            ) -> Result<Created<$dto>, ApiError> {
+                ops::create_one(&db, &retry, $collection, &body).await
             }
 
             $(#[doc = $get_doc])*

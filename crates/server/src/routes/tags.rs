@@ -11,6 +11,7 @@ use super::dto::PageQuery;
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
+use crate::idempotent::{Created, Retry};
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -53,12 +54,18 @@ pub(crate) async fn list_page(db: &Db, q: &RawQuery<PageQuery>) -> Result<TagLis
     Ok(pagination::ListEnvelope::new(items, page, total).into())
 }
 
-pub(crate) async fn create_one(db: &Db, body: &JsonObject<TagBody>) -> Result<TagDto, ApiError> {
+pub(crate) async fn create_one(
+    db: &Db,
+    retry: &Retry,
+    route: &'static str,
+    body: &JsonObject<TagBody>,
+) -> Result<Created<TagDto>, ApiError> {
     let input = TagInput::from_json(body)?;
-    Ok(db
-        .write(move |c| repo::tags::create(c, &input))
-        .await?
-        .into())
+    retry
+        .create(db, route, body, move |c| {
+            repo::tags::create(c, &input).map(TagDto::from)
+        })
+        .await
 }
 
 pub(crate) async fn fetch_one(db: &Db, id: i64) -> Result<TagDto, ApiError> {

@@ -3,7 +3,6 @@
 //! `GET /metrics/v1-usage`, who still calls V1.
 
 use actix_web::web::{Data, Json, Path};
-use apistos::actix::CreatedJson;
 use apistos::web::{ServiceConfig, get, post, resource};
 use apistos::{ApiComponent, api_operation};
 use pagination::{ListEnvelope, Page};
@@ -18,6 +17,7 @@ use super::dto::{ClampedPageQuery, NO_NUL_PATTERN, TEXT_PATTERN};
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
+use crate::idempotent::{Created, Retry};
 use crate::middleware::deprecation::V1Usage;
 
 /// A note in the V1 shape: exactly these four members (the body is `content`; no tags, no
@@ -138,10 +138,6 @@ pub struct NoteV2List {
     pub meta: NoteV2Meta,
 }
 
-async fn create_note(db: &Db, input: NoteInput) -> Result<VersionedNote, ApiError> {
-    db.write(move |c| repo::notes::create(c, &input)).await
-}
-
 async fn get_note(db: &Db, id: i64) -> Result<VersionedNote, ApiError> {
     db.read(move |c| repo::notes::get(c, id)).await
 }
@@ -164,10 +160,15 @@ fn paging(q: &RawQuery<ClampedPageQuery>) -> Result<Page, ApiError> {
 )]
 pub async fn create_v1(
     db: Data<Db>,
+    retry: Retry,
     body: JsonObject<NoteV1Body>,
-) -> Result<CreatedJson<NoteV1>, ApiError> {
-    let note = create_note(&db, NoteInput::from_v1_json(&body)?).await?;
-    Ok(CreatedJson(note.into()))
+) -> Result<Created<NoteV1>, ApiError> {
+    let input = NoteInput::from_v1_json(&body)?;
+    retry
+        .create(&db, "POST /v1/notes", &body, move |c| {
+            repo::notes::create(c, &input).map(NoteV1::from)
+        })
+        .await
 }
 
 /// List notes (V1, deprecated)
@@ -214,10 +215,16 @@ pub async fn get_v1(db: Data<Db>, path: Path<VersionedNotePath>) -> Result<Json<
 )]
 pub async fn create_v2(
     db: Data<Db>,
+    retry: Retry,
     body: JsonObject<NoteV2Body>,
-) -> Result<CreatedJson<NoteV2Envelope>, ApiError> {
-    let note = create_note(&db, NoteInput::from_v2_json(&body)?).await?;
-    Ok(CreatedJson(NoteV2Envelope { data: note.into() }))
+) -> Result<Created<NoteV2Envelope>, ApiError> {
+    let input = NoteInput::from_v2_json(&body)?;
+    retry
+        .create(&db, "POST /v2/notes", &body, move |c| {
+            let note = repo::notes::create(c, &input)?;
+            Ok::<_, versioned_notes::Error>(NoteV2Envelope { data: note.into() })
+        })
+        .await
 }
 
 /// List notes (V2)

@@ -17,6 +17,7 @@ use tokens::{Lifetime, service};
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{RawJson, RawQuery};
+use crate::idempotent::{Created, Retry};
 
 pub use docs::document_refusals;
 pub use dto::*;
@@ -32,11 +33,17 @@ pub use extract::{ActingUser, ActingUserDoc, TokenPath, USER_ID_HEADER};
 )]
 pub async fn create_user(
     db: Data<Db>,
+    retry: Retry,
     body: RawJson<UserBody>,
-) -> Result<CreatedJson<UserDto>, ApiError> {
+) -> Result<Created<UserDto>, ApiError> {
     let input = tokens::NewUser::from_body(&body.bytes)?;
-    let user = db.write(move |c| service::create_user(c, &input)).await?;
-    Ok(CreatedJson(user.into()))
+    // The fingerprint's view of the body: the JSON object it was (it passed validation).
+    let object = serde_json::from_slice(&body.bytes).unwrap_or_default();
+    retry
+        .create(&db, "POST /users", &object, move |c| {
+            service::create_user(c, &input).map(UserDto::from)
+        })
+        .await
 }
 
 /// Issue a token

@@ -1,0 +1,162 @@
+//! `Idempotency-Key` for every create: a retry of a request with the same key and body gets
+//! the first answer back and writes nothing; the same key with another request is refused.
+//!
+//! The first answer (status, `Location`, body) is recorded in the transaction that wrote what it
+//! answers, so there is never a key without its write or a write without its key. Keys belong
+//! to a caller (who counts as one is the service's choice) and are kept for a while
+//! ([`DEFAULT_TTL`]); [`repo::prune`] deletes older ones, and an older one found before it is
+//! pruned counts as unused.
+//!
+//! Two requests with one key at once: on PostgreSQL the second's insert of the key waits for
+//! the first transaction, then fails as a unique violation; [`Error::InProgress`] tells the
+//! caller to run it again, and the second run finds the first's answer. A SQLite writer is
+//! alone, so the second finds it directly.
+//!
+//! Token issuance does not use this: replaying it would mean storing the raw token.
+
+mod key;
+pub mod repo;
+pub mod schema;
+
+use std::time::Duration;
+
+use problem_details::{FieldError, FieldErrorCode, Problem, Slug, ToProblem};
+use storage::DbConnection;
+
+pub use key::{InvalidKey, KEY_MAX, Key};
+
+/// How long a key is kept by default: a day, as most payment APIs do.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// An answer as first sent: what a retry with the same key gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub location: Option<String>,
+    /// The JSON body, as sent.
+    pub body: String,
+}
+
+/// What a keyed request came to: its own answer, or the first one replayed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub answer: Answer,
+    pub replayed: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error<E> {
+    /// The operation itself failed: nothing is recorded, and the key stays unused.
+    #[error("{0}")]
+    Operation(#[source] E),
+    #[error("this Idempotency-Key was already used with a different request")]
+    Reused,
+    /// Another request with this key committed while this one ran: run it again to get the
+    /// other's answer.
+    #[error("another request with this Idempotency-Key is under way")]
+    InProgress,
+    #[error("idempotency key storage")]
+    Storage(#[from] diesel::result::Error),
+}
+
+impl<E: ToProblem> ToProblem for Error<E> {
+    fn to_problem(&self) -> Problem {
+        match self {
+            Error::Operation(e) => e.to_problem(),
+            Error::Reused => Problem::new(
+                Slug::IdempotencyKeyReused,
+                "This Idempotency-Key was already used with a different request; nothing was \
+                 written.",
+            ),
+            Error::InProgress => Problem::new(
+                Slug::RequestInProgress,
+                "Another request with this Idempotency-Key is under way; retry with the same \
+                 key for its answer.",
+            ),
+            Error::Storage(_) => Problem::internal(),
+        }
+    }
+
+    fn plain_error(&self) -> Option<&str> {
+        match self {
+            Error::Operation(e) => e.plain_error(),
+            _ => None,
+        }
+    }
+}
+
+impl ToProblem for InvalidKey {
+    fn to_problem(&self) -> Problem {
+        Problem::validation(vec![FieldError::new(
+            "Idempotency-Key",
+            FieldErrorCode::Invalid,
+            self.to_string(),
+        )])
+    }
+}
+
+/// Who holds a key and when it is: the caller, and the cut-off before which records count as
+/// expired.
+#[derive(Debug, Clone)]
+pub struct Scope<'a> {
+    pub caller: &'a str,
+    pub now: &'a str,
+    pub not_before: &'a str,
+}
+
+/// Runs `operation` once per `key` of `scope.caller`: with a record of this very request,
+/// answers as then (`replayed`) without running it; with a record of another request,
+/// [`Error::Reused`]; otherwise runs it and records its answer, in the caller's transaction.
+pub fn once<E>(
+    conn: &mut DbConnection,
+    scope: &Scope<'_>,
+    key: &Key,
+    operation: impl FnOnce(&mut DbConnection) -> Result<Answer, E>,
+) -> Result<Outcome, Error<E>> {
+    if let Some(stored) = repo::find(conn, scope.caller, key.key(), scope.not_before)? {
+        return if stored.fingerprint == key.fingerprint() {
+            Ok(Outcome {
+                answer: stored.answer,
+                replayed: true,
+            })
+        } else {
+            Err(Error::Reused)
+        };
+    }
+    let answer = operation(conn).map_err(Error::Operation)?;
+    match repo::record(conn, scope.caller, key, &answer, scope.now) {
+        Ok(()) => Ok(Outcome {
+            answer,
+            replayed: false,
+        }),
+        Err(e) if storage::is_unique_violation(&e) => Err(Error::InProgress),
+        Err(e) => Err(Error::Storage(e)),
+    }
+}
+
+/// Deletes expired keys in the background: every [`Pruner::EVERY`] (or every `ttl`, when
+/// shorter), through the store's write path. Stops when dropped.
+pub struct Pruner {
+    _stop: std::sync::mpsc::Sender<()>,
+}
+
+impl Pruner {
+    pub const EVERY: Duration = Duration::from_secs(300);
+
+    pub fn start(store: storage::Store, ttl: Duration) -> Pruner {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let every = Pruner::EVERY.min(ttl).max(Duration::from_secs(1));
+        let _ = std::thread::Builder::new()
+            .name("idempotency-prune".into())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(every)
+                {
+                    let not_before = storage::timestamp::rfc3339_ago(ttl);
+                    // A failed pass (the database is down) is tried again next time.
+                    let _ = store.write(|c| repo::prune(c, &not_before));
+                }
+            });
+        Pruner { _stop: stop }
+    }
+}

@@ -1,0 +1,251 @@
+//! `Idempotency-Key` on every create (crates/idempotency): the [`Retry`] extractor (the key
+//! header and who is asking), the write that runs once per key, and the [`Created`] answer,
+//! replayed or not. Keys belong to the caller: the bearer's user in tokens mode, else the
+//! operator, else `X-User-Id`, else everyone unauthenticated together.
+
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use actix_web::body::BoxBody;
+use actix_web::dev::Payload;
+use actix_web::http::StatusCode;
+use actix_web::http::header::{CONTENT_TYPE, HeaderValue, LOCATION};
+use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, Responder};
+use apistos::actix::CreatedJson;
+use apistos::paths::{Header, Parameter, ParameterDefinition, RequestBody, Responses};
+use apistos::reference_or::ReferenceOr;
+use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
+use idempotency::{Answer, Key, Outcome, Scope};
+use problem_details::ToProblem;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use storage::DbConnection;
+
+use crate::db::Db;
+use crate::error::ApiError;
+use crate::extract::{HeaderDoc, RawHeader};
+use crate::middleware::token_auth::{Authenticated, Operator};
+use crate::routes::accounts::IdempotencyKeyDoc;
+
+/// Sent with an answer that repeats the first one to the same key.
+pub const REPLAYED: &str = "Idempotent-Replayed";
+
+/// The mechanism's own errors, outside any operation.
+type Unkeyed = idempotency::Error<idempotency::InvalidKey>;
+
+/// How long keys are kept (`IDEMPOTENCY_TTL_SECS`), in the app data.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyTtl(pub Duration);
+
+/// The `Idempotency-Key` of a create and who sent it.
+pub struct Retry {
+    key: Option<String>,
+    caller: String,
+    ttl: Duration,
+}
+
+impl FromRequest for Retry {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let key = req
+            .headers()
+            .get(IdempotencyKeyDoc::NAME)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let ttl = req
+            .app_data::<actix_web::web::Data<KeyTtl>>()
+            .map_or(idempotency::DEFAULT_TTL, |t| t.0);
+        std::future::ready(Ok(Retry {
+            key,
+            caller: caller(req),
+            ttl,
+        }))
+    }
+}
+
+fn caller(req: &HttpRequest) -> String {
+    let extensions = req.extensions();
+    if let Some(user) = extensions.get::<Authenticated>() {
+        return format!("user:{}", user.user_id);
+    }
+    if extensions.get::<Operator>().is_some() {
+        return "operator".to_owned();
+    }
+    let user = req.headers().get("X-User-Id").and_then(|v| v.to_str().ok());
+    match user.and_then(|v| v.trim().parse::<i64>().ok()) {
+        Some(id) => format!("x-user-id:{id}"),
+        None => "anonymous".to_owned(),
+    }
+}
+
+impl Retry {
+    /// Runs `create` in a write and answers 201 with what it made; with a key, only once per
+    /// key and request (`scope` names the route, `body` is the request's JSON object).
+    pub async fn create<T, E, F>(
+        &self,
+        db: &Db,
+        scope: &'static str,
+        body: &Map<String, Value>,
+        create: F,
+    ) -> Result<Created<T>, ApiError>
+    where
+        F: FnOnce(&mut DbConnection) -> Result<T, E> + Send + 'static,
+        T: Serialize + Send + 'static,
+        E: std::error::Error + ToProblem + From<diesel::result::Error> + Send + 'static,
+    {
+        let fresh = move |c: &mut DbConnection| -> Result<Answer, E> {
+            let made = create(c)?;
+            let body = serde_json::to_string(&made)
+                .map_err(|e| diesel::result::Error::SerializationError(Box::new(e)))?;
+            Ok(Answer {
+                status: 201,
+                location: None,
+                body,
+            })
+        };
+        let Some(raw) = &self.key else {
+            return Ok(Created::new(db.write(fresh).await?, false));
+        };
+        let key = Key::new(raw, scope, body)?;
+        let (caller, ttl) = (self.caller.clone(), self.ttl);
+        let keyed = key.clone();
+        let outcome = db
+            .write(move |c| {
+                let now = storage::timestamp::now_rfc3339();
+                let not_before = storage::timestamp::rfc3339_ago(ttl);
+                let scope = Scope {
+                    caller: &caller,
+                    now: &now,
+                    not_before: &not_before,
+                };
+                idempotency::once(c, &scope, &keyed, fresh)
+            })
+            .await;
+        match outcome {
+            Ok(Outcome { answer, replayed }) => Ok(Created::new(answer, replayed)),
+            Err(e) if e.problem.slug == problem_details::Slug::RequestInProgress => {
+                self.answer_of(db, key).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// After a concurrent request with the same key committed first: its answer.
+    async fn answer_of<T>(&self, db: &Db, key: Key) -> Result<Created<T>, ApiError> {
+        let (caller, ttl) = (self.caller.clone(), self.ttl);
+        let stored = db
+            .read(move |c| {
+                let not_before = storage::timestamp::rfc3339_ago(ttl);
+                idempotency::repo::find(c, &caller, key.key(), &not_before)
+                    .map(|s| s.map(|s| (s.fingerprint == key.fingerprint(), s.answer)))
+                    .map_err(Unkeyed::Storage)
+            })
+            .await?;
+        match stored {
+            Some((true, answer)) => Ok(Created::new(answer, true)),
+            Some((false, _)) => Err(Unkeyed::Reused.into()),
+            None => Err(Unkeyed::InProgress.into()),
+        }
+    }
+}
+
+impl ApiComponent for Retry {
+    fn child_schemas(_: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
+        vec![]
+    }
+    fn schema(_: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
+        None
+    }
+    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
+        None
+    }
+    fn parameters(v: OpenApiVersion, c: Option<String>) -> Vec<Parameter> {
+        <RawHeader<IdempotencyKeyDoc> as ApiComponent>::parameters(v, c)
+    }
+}
+
+/// 201 with the created resource as JSON; a replayed answer is the first one, byte for byte,
+/// with `Idempotent-Replayed: true`.
+pub struct Created<T> {
+    answer: Answer,
+    replayed: bool,
+    _made: PhantomData<T>,
+}
+
+impl<T> Created<T> {
+    fn new(answer: Answer, replayed: bool) -> Self {
+        Created {
+            answer,
+            replayed,
+            _made: PhantomData,
+        }
+    }
+}
+
+impl<T> Responder for Created<T> {
+    type Body = BoxBody;
+
+    fn respond_to(self, _: &HttpRequest) -> HttpResponse {
+        let status = StatusCode::from_u16(self.answer.status).unwrap_or(StatusCode::CREATED);
+        let mut res = HttpResponse::build(status);
+        res.insert_header((CONTENT_TYPE, HeaderValue::from_static("application/json")));
+        if let Some(location) = &self.answer.location {
+            res.insert_header((LOCATION, location.as_str()));
+        }
+        if self.replayed {
+            res.insert_header((REPLAYED, "true"));
+        }
+        res.body(self.answer.body)
+    }
+}
+
+impl<T: ApiComponent + apistos::JsonSchema + Serialize> ApiComponent for Created<T> {
+    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
+        <CreatedJson<T> as ApiComponent>::child_schemas(v)
+    }
+    fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
+        <CreatedJson<T> as ApiComponent>::raw_schema(v)
+    }
+    fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
+        <CreatedJson<T> as ApiComponent>::schema(v)
+    }
+    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
+        None
+    }
+    fn responses(
+        v: OpenApiVersion,
+        content_type: Option<String>,
+        description: Option<String>,
+    ) -> Option<Responses> {
+        <CreatedJson<T> as ApiComponent>::responses(v, content_type, description)
+            .map(|r| with_replayed_header(r, v))
+    }
+}
+
+/// Documents [`REPLAYED`] on every response of `responses`.
+pub fn with_replayed_header(mut responses: Responses, v: OpenApiVersion) -> Responses {
+    for response in responses.responses.values_mut() {
+        if let ReferenceOr::Object(response) = response {
+            response
+                .headers
+                .insert(REPLAYED.to_owned(), ReferenceOr::Object(replayed_header(v)));
+        }
+    }
+    responses
+}
+
+fn replayed_header(v: OpenApiVersion) -> Header {
+    Header {
+        description: Some(
+            "`true` when this answer repeats the first answer to the same Idempotency-Key \
+             (nothing was written this time); absent otherwise."
+                .to_owned(),
+        ),
+        required: Some(false),
+        definition: Some(ParameterDefinition::Schema(ReferenceOr::Object(
+            ApistosSchema::from_value(&serde_json::json!({"type": "string", "enum": ["true"]}), v),
+        ))),
+        ..Default::default()
+    }
+}
