@@ -7,7 +7,7 @@ use std::time::Duration;
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, json, problem, with_conn};
+use crate::helpers::{Backend, TestApp, json, problem, test_settings, with_conn};
 use crate::{api_tests, backend_tests};
 
 api_tests!(
@@ -18,7 +18,10 @@ api_tests!(
     a_malformed_key_is_422,
 );
 
-backend_tests!(expired_keys_are_forgotten_and_pruned);
+backend_tests!(
+    expired_keys_are_forgotten_and_pruned,
+    three_instances_on_one_database_write_once,
+);
 
 const REPLAYED: &str = "idempotent-replayed";
 
@@ -300,4 +303,43 @@ async fn the_document_shows_the_key_and_the_replay_header_on_every_create() {
     let issue = &doc["paths"]["/users/{userId}/tokens"]["post"];
     let params = issue["parameters"].as_array().unwrap();
     assert!(params.iter().all(|p| p["name"] != "Idempotency-Key"));
+}
+
+/// Three servers on one database: the same keyed request sent to all of them at once, three
+/// times over, creates one note, and every 201 is its answer.
+async fn three_instances_on_one_database_write_once(backend: Backend) {
+    let app = TestApp::spawn(backend).await.unwrap();
+    let mut bases = vec![app.address.clone()];
+    let mut handles = Vec::new();
+    for _ in 0..2 {
+        let other = server::Application::build(test_settings(&app.db))
+            .await
+            .unwrap();
+        bases.push(format!("http://127.0.0.1:{}", other.port()));
+        handles.push(other.handle());
+        tokio::spawn(other.run_until_stopped());
+    }
+    let body = json!({"title": "everywhere", "body": "b"});
+    let sends = bases.iter().cycle().take(9).map(|base| {
+        app.client
+            .post(format!("{base}/notes"))
+            .header("Idempotency-Key", "three-instances")
+            .json(&body)
+            .send()
+    });
+    let mut created = Vec::new();
+    for res in futures_util::future::join_all(sends).await {
+        let res = res.unwrap();
+        if res.status() == StatusCode::CONFLICT {
+            problem(res, StatusCode::CONFLICT, "request-in-progress").await;
+        } else {
+            created.push(json(res, StatusCode::CREATED).await);
+        }
+    }
+    assert!(!created.is_empty());
+    assert!(created.iter().all(|c| c == &created[0]));
+    assert_eq!(count(&app, "/notes").await, 1);
+    for handle in handles {
+        handle.stop(false).await;
+    }
 }
