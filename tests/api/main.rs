@@ -13,6 +13,7 @@ mod health;
 
 mod hostile;
 mod idempotency;
+mod links;
 mod migrations;
 mod notes;
 mod openapi;

@@ -124,6 +124,17 @@ fn fill(c: &mut DbConnection) {
             .unwrap();
         webhooks::repo::record(c, &delivery).unwrap();
     }
+    // A create's stored first answer, with and without a Location.
+    for (caller, location) in [("user:1", None), ("anonymous", Some("/notes/1"))] {
+        let body = serde_json::Map::new();
+        let key = idempotency::Key::new("retry-1", "POST /notes", &body).unwrap();
+        let answer = idempotency::Answer {
+            status: 201,
+            location: location.map(str::to_owned),
+            body: r#"{"id":1}"#.to_owned(),
+        };
+        idempotency::repo::record(c, caller, &key, &answer, "2026-11-25T00:00:00Z").unwrap();
+    }
 }
 
 /// A filled SQLite source and every target this run can reach (SQLite, and PostgreSQL when
@@ -179,7 +190,7 @@ fn copies_every_table_with_its_ids_and_verifies() {
         .unwrap();
         let backend = target.backend();
         assert!(report.is_ok(), "{backend:?}\n{report}");
-        assert_eq!(report.tables.len(), 12);
+        assert_eq!(report.tables.len(), 13);
         for t in &report.tables {
             assert!(
                 t.source.rows > 0,
@@ -196,7 +207,7 @@ fn copies_every_table_with_its_ids_and_verifies() {
         assert_eq!(articles.target.rows, ARTICLES as i64);
         assert_eq!((report.ledger.accounts, report.ledger.events), (2, 7));
         assert!(report.ledger.is_consistent(), "{backend:?}\n{report}");
-        assert_eq!(seen.len(), 12);
+        assert_eq!(seen.len(), 13);
         assert_eq!(seen[0].table, "notes");
         assert_eq!(seen[0].rows, 2);
 

@@ -5,6 +5,7 @@ pub mod db;
 pub mod error;
 pub mod extract;
 pub mod idempotent;
+pub mod links;
 pub mod middleware;
 pub mod openapi;
 pub mod progress;

@@ -24,6 +24,7 @@ use super::dto::{PageQuery, TEXT_PATTERN};
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{HeaderDoc, JsonObject, RawHeader, RawQuery};
+use crate::links::{Linked, Paged, Paging};
 
 pub const ACCOUNT_ID_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
 
@@ -102,6 +103,15 @@ pub struct AccountEventList {
     pub has_more: bool,
     /// The `after_sequence` of the next page, when `has_more`.
     pub next_cursor: Option<i64>,
+}
+
+impl Paged for AccountEventList {
+    fn paging(&self) -> Paging {
+        Paging::Cursor {
+            param: "after_sequence",
+            next: self.next_cursor,
+        }
+    }
 }
 
 /// Opens an account. An existing `account_id` is 409.
@@ -288,10 +298,10 @@ pub async fn open(
 ///
 /// Projections ordered by `account_id`, paged by `limit` and `offset`.
 #[api_operation(operation_id = "list_accounts", tag = "accounts", error_code = 422)]
-pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Json<AccountList>, ApiError> {
+pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Linked<AccountList>, ApiError> {
     let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
     let (items, total) = db.read(move |c| service::list_accounts(c, page)).await?;
-    Ok(Json(
+    Ok(Linked::new(
         pagination::ListEnvelope::new(items, page, total).into(),
     ))
 }
@@ -349,11 +359,11 @@ pub async fn events(
     db: Data<Db>,
     path: Path<AccountPath>,
     q: RawQuery<EventsQuery>,
-) -> Result<Json<AccountEventList>, ApiError> {
+) -> Result<Linked<AccountEventList>, ApiError> {
     let id = path.into_inner().id;
     let page = EventsPage::parse(q.get("after_sequence"), q.get("limit"))?;
     let (page, total) = db.read(move |c| service::list_events(c, &id, page)).await?;
-    Ok(Json(AccountEventList {
+    Ok(Linked::new(AccountEventList {
         total,
         has_more: page.has_more,
         next_cursor: page.next_cursor,

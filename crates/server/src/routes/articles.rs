@@ -1,6 +1,6 @@
 //! Area B: `POST /articles`, `GET /articles/offset`, `GET /articles/cursor`.
 
-use actix_web::web::{Data, Json};
+use actix_web::web::Data;
 use apistos::web::{ServiceConfig, get, post, resource};
 use apistos::{ApiComponent, api_operation};
 use articles::{Article, ArticleInput, NewArticle, repo};
@@ -16,6 +16,7 @@ use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
 use crate::idempotent::{Created, Retry};
+use crate::links::{Linked, Paged, Paging};
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -82,6 +83,25 @@ pub struct ArticleOffsetPage {
     pub has_more: bool,
     /// `offset + limit` when `has_more`, else null.
     pub next_offset: Option<i64>,
+}
+
+impl Paged for ArticleOffsetPage {
+    fn paging(&self) -> Paging {
+        Paging::Offset {
+            limit: self.limit,
+            offset: self.offset,
+            next: self.next_offset,
+        }
+    }
+}
+
+impl Paged for ArticleCursorPage {
+    fn paging(&self) -> Paging {
+        Paging::Cursor {
+            param: "after",
+            next: self.next_cursor,
+        }
+    }
 }
 
 impl From<OffsetPage<Article>> for ArticleOffsetPage {
@@ -159,9 +179,9 @@ pub async fn create(
 pub async fn list_offset(
     db: Data<Db>,
     q: RawQuery<ClampedPageQuery>,
-) -> Result<Json<ArticleOffsetPage>, ApiError> {
+) -> Result<Linked<ArticleOffsetPage>, ApiError> {
     let page = Page::clamped(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
-    Ok(Json(
+    Ok(Linked::new(
         db.read(move |c| repo::list_offset(c, page)).await?.into(),
     ))
 }
@@ -179,9 +199,9 @@ pub async fn list_offset(
 pub async fn list_cursor(
     db: Data<Db>,
     q: RawQuery<CursorQuery>,
-) -> Result<Json<ArticleCursorPage>, ApiError> {
+) -> Result<Linked<ArticleCursorPage>, ApiError> {
     let cursor = Cursor::clamped(q.get("limit"), q.get("after")).map_err(Problem::validation)?;
-    Ok(Json(
+    Ok(Linked::new(
         db.read(move |c| repo::list_cursor(c, cursor)).await?.into(),
     ))
 }

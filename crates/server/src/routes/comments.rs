@@ -16,6 +16,7 @@ use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
 use crate::idempotent::{Created, Retry};
+use crate::links::Linked;
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -63,13 +64,13 @@ pub async fn list(
     db: Data<Db>,
     path: Path<NotePath>,
     q: RawQuery<PageQuery>,
-) -> Result<Json<CommentList>, ApiError> {
+) -> Result<Linked<CommentList>, ApiError> {
     let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
     let note_id = path.note_id;
     let (items, total) = db
         .read(move |c| repo::comments::list(c, note_id, page))
         .await?;
-    Ok(Json(
+    Ok(Linked::new(
         pagination::ListEnvelope::new(items, page, total).into(),
     ))
 }

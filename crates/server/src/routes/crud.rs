@@ -33,14 +33,15 @@ macro_rules! crud_routes {
             use $crate::db::Db;
             use $crate::error::ApiError;
             use $crate::idempotent::{Created, Retry};
+            use $crate::links::Linked;
             use $crate::extract::{JsonObject, RawQuery};
             use $crate::routes::dto::PageQuery;
             use $ops as ops;
 
             $(#[doc = $list_doc])*
             #[api_operation(operation_id = $list_id, tag = $tag, error_code = 422)]
-            pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Json<$list>, ApiError> {
-                Ok(Json(ops::list_page(&db, &q).await?))
+            pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Linked<$list>, ApiError> {
+                Ok(Linked::new(ops::list_page(&db, &q).await?))
             }
 
             $(#[doc = $create_doc])*

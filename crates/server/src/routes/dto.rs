@@ -52,6 +52,16 @@ macro_rules! list_dto {
             pub next_offset: Option<i64>,
         }
 
+        impl $crate::links::Paged for $name {
+            fn paging(&self) -> $crate::links::Paging {
+                $crate::links::Paging::Offset {
+                    limit: self.limit,
+                    offset: self.offset,
+                    next: self.next_offset,
+                }
+            }
+        }
+
         impl<D> From<pagination::ListEnvelope<D>> for $name
         where
             $item: From<D>,

@@ -18,6 +18,7 @@ use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
 use crate::idempotent::{Created, Retry};
+use crate::links::{Linked, Paged, Paging};
 use crate::middleware::deprecation::V1Usage;
 
 /// A note in the V1 shape: exactly these four members (the body is `content`; no tags, no
@@ -138,6 +139,18 @@ pub struct NoteV2List {
     pub meta: NoteV2Meta,
 }
 
+impl Paged for NoteV2List {
+    fn paging(&self) -> Paging {
+        let (limit, offset) = (self.meta.limit, self.meta.offset);
+        let end = offset + self.data.len() as i64;
+        Paging::Offset {
+            limit,
+            offset,
+            next: (end < self.meta.total).then_some(end),
+        }
+    }
+}
+
 async fn get_note(db: &Db, id: i64) -> Result<VersionedNote, ApiError> {
     db.read(move |c| repo::notes::get(c, id)).await
 }
@@ -234,12 +247,12 @@ pub async fn create_v2(
 pub async fn list_v2(
     db: Data<Db>,
     q: RawQuery<ClampedPageQuery>,
-) -> Result<Json<NoteV2List>, ApiError> {
+) -> Result<Linked<NoteV2List>, ApiError> {
     let page = paging(&q)?;
     let (notes, total) = db
         .read(move |c| repo::notes::page_and_total(c, page))
         .await?;
-    Ok(Json(NoteV2List {
+    Ok(Linked::new(NoteV2List {
         data: notes.into_iter().map(NoteV2::from).collect(),
         meta: NoteV2Meta {
             limit: page.limit,
@@ -297,11 +310,11 @@ pub async fn v1_usage(
     db: Data<Db>,
     usage: Data<V1Usage>,
     q: RawQuery<ClampedPageQuery>,
-) -> Result<Json<V1UsageList>, ApiError> {
+) -> Result<Linked<V1UsageList>, ApiError> {
     let page = paging(&q)?;
     usage.write().await;
     let (items, total) = db.read(move |c| repo::usage::list(c, page)).await?;
-    Ok(Json(ListEnvelope::new(items, page, total).into()))
+    Ok(Linked::new(ListEnvelope::new(items, page, total).into()))
 }
 
 pub fn configure(cfg: &mut ServiceConfig) {

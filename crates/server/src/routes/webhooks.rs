@@ -27,6 +27,7 @@ use super::dto::PageQuery;
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{RawQuery, read_body};
+use crate::links::Linked;
 use crate::settings::Settings;
 
 /// The verifier built from the configuration, and the clock.
@@ -242,10 +243,10 @@ pub async fn receive(
 pub async fn list(
     db: Data<Db>,
     q: RawQuery<PageQuery>,
-) -> Result<Json<WebhookEventList>, ApiError> {
+) -> Result<Linked<WebhookEventList>, ApiError> {
     let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
     let (items, total) = db.read(move |c| repo::list(c, page)).await?;
-    Ok(Json(
+    Ok(Linked::new(
         pagination::ListEnvelope::new(items, page, total).into(),
     ))
 }

@@ -18,6 +18,7 @@ use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{RawJson, RawQuery};
 use crate::idempotent::{Created, Retry};
+use crate::links::{Linked, Paging};
 
 pub use docs::document_refusals;
 pub use dto::*;
@@ -119,7 +120,7 @@ pub async fn list(
     actor: ActingUser,
     path: TokenPath<UserPathDoc>,
     q: RawQuery<TokenPageQuery>,
-) -> Result<Json<TokenListDto>, ApiError> {
+) -> Result<Linked<TokenListDto>, ApiError> {
     let (actor, user_id) = (actor.id(path.user_id)?, path.user_id);
     let page = match (q.get("limit"), q.get("offset")) {
         (None, None) => None,
@@ -130,8 +131,21 @@ pub async fn list(
     let (items, total) = db
         .read(move |c| service::list(c, actor, user_id, page))
         .await?;
-    let items = items.into_iter().map(TokenDto::from).collect();
-    Ok(Json(TokenListDto { items, total }))
+    let items: Vec<TokenDto> = items.into_iter().map(TokenDto::from).collect();
+    // Links only when the caller pages: without `limit` every token is on the one page.
+    let paging = page.map(|p| {
+        let end = p.offset + items.len() as i64;
+        Paging::Offset {
+            limit: p.limit,
+            offset: p.offset,
+            next: (end < total).then_some(end),
+        }
+    });
+    let list = TokenListDto { items, total };
+    Ok(match paging {
+        Some(paging) => Linked::with(list, paging),
+        None => Linked::unpaged(list),
+    })
 }
 
 /// Revoke a token
