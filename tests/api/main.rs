@@ -7,6 +7,7 @@ mod helpers;
 mod accounts;
 mod articles;
 mod comments;
+mod conditional;
 mod cross_cutting;
 mod examples;
 mod health;

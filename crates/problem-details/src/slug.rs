@@ -24,10 +24,11 @@ pub enum Slug {
     InsufficientStorage,
     IdempotencyKeyReused,
     RequestInProgress,
+    PreconditionFailed,
 }
 
 impl Slug {
-    pub const ALL: [Slug; 21] = [
+    pub const ALL: [Slug; 22] = [
         Slug::BadRequest,
         Slug::InvalidBody,
         Slug::Unauthorized,
@@ -49,6 +50,7 @@ impl Slug {
         Slug::InsufficientStorage,
         Slug::IdempotencyKeyReused,
         Slug::RequestInProgress,
+        Slug::PreconditionFailed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -74,6 +76,7 @@ impl Slug {
             Slug::InsufficientStorage => "insufficient-storage",
             Slug::IdempotencyKeyReused => "idempotency-key-reused",
             Slug::RequestInProgress => "request-in-progress",
+            Slug::PreconditionFailed => "precondition-failed",
         }
     }
 
@@ -91,6 +94,7 @@ impl Slug {
             Slug::MethodNotAllowed => 405,
             Slug::RequestTimeout => 408,
             Slug::Conflict | Slug::AccountClosed | Slug::RequestInProgress => 409,
+            Slug::PreconditionFailed => 412,
             Slug::PayloadTooLarge => 413,
             Slug::UnsupportedMediaType => 415,
             Slug::ValidationFailed | Slug::InsufficientFunds | Slug::IdempotencyKeyReused => 422,
@@ -125,6 +129,7 @@ impl Slug {
             Slug::InsufficientStorage => "Insufficient storage.",
             Slug::IdempotencyKeyReused => "Idempotency key reused.",
             Slug::RequestInProgress => "Request in progress.",
+            Slug::PreconditionFailed => "Precondition failed.",
         }
     }
 
@@ -203,6 +208,11 @@ impl Slug {
                  request (another route or another body). Nothing was written. Use a fresh key \
                  for a new request; keys are kept for 24 hours by default."
             }
+            Slug::PreconditionFailed => {
+                "The resource changed since the version named in If-Match (its ETag is now \
+                 another), or If-Match named no version it has. Nothing was written. Read it \
+                 again (GET answers its current ETag) and decide on the edit anew."
+            }
             Slug::RequestInProgress => {
                 "Another request with this Idempotency-Key is still being processed. Nothing \
                  was written by this one; retry it with the same key to get the first answer."
@@ -245,6 +255,7 @@ mod tests {
         assert_eq!(Slug::InternalServerError.status(), 500);
         assert_eq!(Slug::IdempotencyKeyReused.status(), 422);
         assert_eq!(Slug::RequestInProgress.status(), 409);
+        assert_eq!(Slug::PreconditionFailed.status(), 412);
     }
 
     #[test]

@@ -195,12 +195,16 @@ pub fn problem_schema() -> serde_json::Value {
 }
 
 /// Statuses any operation may document; each operation picks its own with `error_code`.
-const DOCUMENTED: [(u16, &str); 11] = [
+const DOCUMENTED: [(u16, &str); 12] = [
     (400, "Malformed request."),
     (401, "Missing or invalid credentials."),
     (403, "Credentials do not allow this operation."),
     (404, "The resource does not exist."),
     (409, "Conflict with the current state."),
+    (
+        412,
+        "If-Match names a version the resource no longer has; nothing was written.",
+    ),
     (413, "The body exceeds MAX_BODY_BYTES."),
     (415, "The body is not application/json."),
     (422, "Invalid input; `errors` lists every invalid field."),

@@ -196,6 +196,12 @@ impl<T> Responder for Created<T> {
         if self.replayed {
             res.insert_header((REPLAYED, "true"));
         }
+        // The created resource's tag: what a GET of it answers, for a later If-Match.
+        if let Ok(tag) =
+            HeaderValue::from_str(&crate::conditional::etag(self.answer.body.as_bytes()))
+        {
+            res.insert_header((actix_web::http::header::ETAG, tag));
+        }
         res.body(self.answer.body)
     }
 }
@@ -218,8 +224,19 @@ impl<T: ApiComponent + apistos::JsonSchema + Serialize> ApiComponent for Created
         content_type: Option<String>,
         description: Option<String>,
     ) -> Option<Responses> {
-        <CreatedJson<T> as ApiComponent>::responses(v, content_type, description)
-            .map(|r| with_replayed_header(r, v))
+        let mut responses = with_replayed_header(
+            <CreatedJson<T> as ApiComponent>::responses(v, content_type, description)?,
+            v,
+        );
+        for response in responses.responses.values_mut() {
+            if let ReferenceOr::Object(response) = response {
+                response.headers.insert(
+                    "ETag".to_owned(),
+                    ReferenceOr::Object(crate::conditional::etag_header(v)),
+                );
+            }
+        }
+        Some(responses)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The HTTP service: actix-web wiring around the domain crates. Start with [`Application`].
 
 pub mod app;
+pub mod conditional;
 pub mod db;
 pub mod error;
 pub mod extract;

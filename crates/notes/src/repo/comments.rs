@@ -65,6 +65,19 @@ pub fn get(conn: &mut DbConnection, note_id: i64, id: i64) -> Result<Comment, Er
         .ok_or(Error::CommentNotFound { note_id, id })
 }
 
+/// The comment, locked until the end of the transaction (see [`super::notes::lock`]).
+pub fn lock(conn: &mut DbConnection, note_id: i64, id: i64) -> Result<Comment, Error> {
+    super::notes::ensure_exists(conn, note_id)?;
+    let query = comments::table
+        .filter(comments::id.eq(id).and(comments::note_id.eq(note_id)))
+        .select(comments::all_columns);
+    let row: Option<Comment> = match conn {
+        DbConnection::Postgresql(c) => query.for_update().first(c).optional()?,
+        DbConnection::Sqlite(c) => query.first(c).optional()?,
+    };
+    row.ok_or(Error::CommentNotFound { note_id, id })
+}
+
 pub fn update(
     conn: &mut DbConnection,
     note_id: i64,

@@ -35,6 +35,18 @@ pub fn get(conn: &mut DbConnection, id: i64) -> Result<Note, Error> {
         .ok_or(Error::NoteNotFound { id })
 }
 
+/// The note, locked until the end of the transaction (PostgreSQL `FOR UPDATE`; a SQLite write
+/// transaction already excludes every other writer): what a conditional update or delete
+/// compares against cannot change before it writes.
+pub fn lock(conn: &mut DbConnection, id: i64) -> Result<Note, Error> {
+    let query = notes::table.find(id).select(notes::all_columns);
+    let row: Option<Note> = match conn {
+        DbConnection::Postgresql(c) => query.for_update().first(c).optional()?,
+        DbConnection::Sqlite(c) => query.first(c).optional()?,
+    };
+    row.ok_or(Error::NoteNotFound { id })
+}
+
 pub fn update(conn: &mut DbConnection, id: i64, input: &NoteInput) -> Result<Note, Error> {
     diesel::update(notes::table.find(id))
         .set((notes::title.eq(&input.title), notes::body.eq(&input.body)))

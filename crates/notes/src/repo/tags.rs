@@ -49,6 +49,16 @@ pub fn get(conn: &mut DbConnection, id: i64) -> Result<Tag, Error> {
         .ok_or(Error::TagNotFound { id })
 }
 
+/// The tag, locked until the end of the transaction (see [`super::notes::lock`]).
+pub fn lock(conn: &mut DbConnection, id: i64) -> Result<Tag, Error> {
+    let query = tags::table.find(id).select(tags::all_columns);
+    let row: Option<Tag> = match conn {
+        DbConnection::Postgresql(c) => query.for_update().first(c).optional()?,
+        DbConnection::Sqlite(c) => query.first(c).optional()?,
+    };
+    row.ok_or(Error::TagNotFound { id })
+}
+
 pub fn update(conn: &mut DbConnection, id: i64, input: &TagInput) -> Result<Tag, Error> {
     diesel::update(tags::table.find(id))
         .set(tags::name.eq(&input.name))

@@ -1,4 +1,4 @@
-use actix_web::web::{Data, Json, Path};
+use actix_web::web::{Data, Path};
 use apistos::actix::NoContent;
 use apistos::web::{ServiceConfig, delete, get, post, put, resource};
 use apistos::{ApiComponent, api_operation};
@@ -12,6 +12,7 @@ use apistos::schemars;
 
 use super::dto::PageQuery;
 use super::notes::NotePath;
+use crate::conditional::{HeaderParam, IfMatch, IfNoneMatchDoc, Precondition, Tagged};
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
@@ -101,7 +102,11 @@ pub async fn create(
 
 /// Get a comment
 #[api_operation(operation_id = "get_comment", tag = "comments", error_code = 404)]
-pub async fn get_one(db: Data<Db>, path: Path<CommentPath>) -> Result<Json<CommentDto>, ApiError> {
+pub async fn get_one(
+    db: Data<Db>,
+    path: Path<CommentPath>,
+    _doc: HeaderParam<IfNoneMatchDoc>,
+) -> Result<Tagged<CommentDto>, ApiError> {
     let CommentPath {
         note_id,
         comment_id,
@@ -109,7 +114,7 @@ pub async fn get_one(db: Data<Db>, path: Path<CommentPath>) -> Result<Json<Comme
     let comment = db
         .read(move |c| repo::comments::get(c, note_id, comment_id))
         .await?;
-    Ok(Json(comment.into()))
+    Ok(Tagged(comment.into()))
 }
 
 /// Replace a comment's body
@@ -117,6 +122,7 @@ pub async fn get_one(db: Data<Db>, path: Path<CommentPath>) -> Result<Json<Comme
     operation_id = "update_comment",
     tag = "comments",
     error_code = 404,
+    error_code = 412,
     error_code = 413,
     error_code = 415,
     error_code = 422
@@ -124,28 +130,51 @@ pub async fn get_one(db: Data<Db>, path: Path<CommentPath>) -> Result<Json<Comme
 pub async fn update(
     db: Data<Db>,
     path: Path<CommentPath>,
+    if_match: IfMatch,
     body: JsonObject<CommentBody>,
-) -> Result<Json<CommentDto>, ApiError> {
+) -> Result<Tagged<CommentDto>, ApiError> {
     let CommentPath {
         note_id,
         comment_id,
     } = path.into_inner();
     let input = CommentInput::from_json(&body)?;
     let comment = db
-        .write(move |c| repo::comments::update(c, note_id, comment_id, &input))
+        .write(move |c| {
+            if if_match.is_set() {
+                let current =
+                    repo::comments::lock(c, note_id, comment_id).map_err(Precondition::Op)?;
+                if_match.check(&CommentDto::from(current))?;
+            }
+            repo::comments::update(c, note_id, comment_id, &input).map_err(Precondition::Op)
+        })
         .await?;
-    Ok(Json(comment.into()))
+    Ok(Tagged(comment.into()))
 }
 
 /// Delete a comment
-#[api_operation(operation_id = "delete_comment", tag = "comments", error_code = 404)]
-pub async fn remove(db: Data<Db>, path: Path<CommentPath>) -> Result<NoContent, ApiError> {
+#[api_operation(
+    operation_id = "delete_comment",
+    tag = "comments",
+    error_code = 404,
+    error_code = 412
+)]
+pub async fn remove(
+    db: Data<Db>,
+    path: Path<CommentPath>,
+    if_match: IfMatch,
+) -> Result<NoContent, ApiError> {
     let CommentPath {
         note_id,
         comment_id,
     } = path.into_inner();
-    db.write(move |c| repo::comments::delete(c, note_id, comment_id))
-        .await?;
+    db.write(move |c| {
+        if if_match.is_set() {
+            let current = repo::comments::lock(c, note_id, comment_id).map_err(Precondition::Op)?;
+            if_match.check(&CommentDto::from(current))?;
+        }
+        repo::comments::delete(c, note_id, comment_id).map_err(Precondition::Op)
+    })
+    .await?;
     Ok(NoContent)
 }
 

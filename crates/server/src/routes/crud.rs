@@ -27,13 +27,14 @@ macro_rules! crud_routes {
             // The invoker's types (`$list`, `$dto`, …) are named in its scope.
             #[allow(unused_imports)]
             use super::*;
-            use actix_web::web::{Data, Json, Path};
+            use actix_web::web::{Data, Path};
             use apistos::actix::NoContent;
             use apistos::api_operation;
             use $crate::db::Db;
             use $crate::error::ApiError;
             use $crate::idempotent::{Created, Retry};
             use $crate::links::Linked;
+            use $crate::conditional::{HeaderParam, IfMatch, IfNoneMatchDoc, Tagged};
             use $crate::extract::{JsonObject, RawQuery};
             use $crate::routes::dto::PageQuery;
             use $ops as ops;
@@ -63,8 +64,12 @@ macro_rules! crud_routes {
 
             $(#[doc = $get_doc])*
             #[api_operation(operation_id = $get_id, tag = $tag, error_code = 404)]
-            pub async fn get_one(db: Data<Db>, path: Path<$path>) -> Result<Json<$dto>, ApiError> {
-                Ok(Json(ops::fetch_one(&db, path.$field).await?))
+            pub async fn get_one(
+                db: Data<Db>,
+                path: Path<$path>,
+                _doc: HeaderParam<IfNoneMatchDoc>,
+            ) -> Result<Tagged<$dto>, ApiError> {
+                Ok(Tagged(ops::fetch_one(&db, path.$field).await?))
             }
 
             $(#[doc = $update_doc])*
@@ -72,6 +77,7 @@ macro_rules! crud_routes {
                 operation_id = $update_id,
                 tag = $tag,
                 error_code = 404,
+                error_code = 412,
                 $(error_code = $conflict,)*
                 error_code = 413,
                 error_code = 415,
@@ -80,15 +86,20 @@ macro_rules! crud_routes {
             pub async fn update(
                 db: Data<Db>,
                 path: Path<$path>,
+                if_match: IfMatch,
                 body: JsonObject<$body>,
-            ) -> Result<Json<$dto>, ApiError> {
-                Ok(Json(ops::replace_one(&db, path.$field, &body).await?))
+            ) -> Result<Tagged<$dto>, ApiError> {
+                Ok(Tagged(ops::replace_one(&db, path.$field, if_match, &body).await?))
             }
 
             $(#[doc = $delete_doc])*
-            #[api_operation(operation_id = $delete_id, tag = $tag, error_code = 404)]
-            pub async fn remove(db: Data<Db>, path: Path<$path>) -> Result<NoContent, ApiError> {
-                ops::delete_one(&db, path.$field).await?;
+            #[api_operation(operation_id = $delete_id, tag = $tag, error_code = 404, error_code = 412)]
+            pub async fn remove(
+                db: Data<Db>,
+                path: Path<$path>,
+                if_match: IfMatch,
+            ) -> Result<NoContent, ApiError> {
+                ops::delete_one(&db, path.$field, if_match).await?;
                 Ok(NoContent)
             }
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use apistos::schemars;
 
 use super::dto::PageQuery;
+use crate::conditional::{IfMatch, Precondition};
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
@@ -79,17 +80,31 @@ pub(crate) async fn fetch_one(db: &Db, id: i64) -> Result<NoteDto, ApiError> {
 pub(crate) async fn replace_one(
     db: &Db,
     id: i64,
+    if_match: IfMatch,
     body: &JsonObject<NoteBody>,
 ) -> Result<NoteDto, ApiError> {
     let input = NoteInput::from_json(body)?;
     Ok(db
-        .write(move |c| repo::notes::update(c, id, &input))
+        .write(move |c| {
+            if if_match.is_set() {
+                let current = repo::notes::lock(c, id).map_err(Precondition::Op)?;
+                if_match.check(&NoteDto::from(current))?;
+            }
+            repo::notes::update(c, id, &input).map_err(Precondition::Op)
+        })
         .await?
         .into())
 }
 
-pub(crate) async fn delete_one(db: &Db, id: i64) -> Result<(), ApiError> {
-    db.write(move |c| repo::notes::delete(c, id)).await
+pub(crate) async fn delete_one(db: &Db, id: i64, if_match: IfMatch) -> Result<(), ApiError> {
+    db.write(move |c| {
+        if if_match.is_set() {
+            let current = repo::notes::lock(c, id).map_err(Precondition::Op)?;
+            if_match.check(&NoteDto::from(current))?;
+        }
+        repo::notes::delete(c, id).map_err(Precondition::Op)
+    })
+    .await
 }
 
 crate::crud_routes! {

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use apistos::schemars;
 
 use super::dto::PageQuery;
+use crate::conditional::{IfMatch, Precondition};
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
@@ -75,17 +76,31 @@ pub(crate) async fn fetch_one(db: &Db, id: i64) -> Result<TagDto, ApiError> {
 pub(crate) async fn replace_one(
     db: &Db,
     id: i64,
+    if_match: IfMatch,
     body: &JsonObject<TagBody>,
 ) -> Result<TagDto, ApiError> {
     let input = TagInput::from_json(body)?;
     Ok(db
-        .write(move |c| repo::tags::update(c, id, &input))
+        .write(move |c| {
+            if if_match.is_set() {
+                let current = repo::tags::lock(c, id).map_err(Precondition::Op)?;
+                if_match.check(&TagDto::from(current))?;
+            }
+            repo::tags::update(c, id, &input).map_err(Precondition::Op)
+        })
         .await?
         .into())
 }
 
-pub(crate) async fn delete_one(db: &Db, id: i64) -> Result<(), ApiError> {
-    db.write(move |c| repo::tags::delete(c, id)).await
+pub(crate) async fn delete_one(db: &Db, id: i64, if_match: IfMatch) -> Result<(), ApiError> {
+    db.write(move |c| {
+        if if_match.is_set() {
+            let current = repo::tags::lock(c, id).map_err(Precondition::Op)?;
+            if_match.check(&TagDto::from(current))?;
+        }
+        repo::tags::delete(c, id).map_err(Precondition::Op)
+    })
+    .await
 }
 
 crate::crud_routes! {

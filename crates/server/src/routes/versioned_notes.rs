@@ -14,6 +14,7 @@ use versioned_notes::{CallerUsage, NoteInput, VersionedNote, repo};
 use apistos::schemars;
 
 use super::dto::{ClampedPageQuery, NO_NUL_PATTERN, TEXT_PATTERN};
+use crate::conditional::{HeaderParam, IfNoneMatchDoc, Tagged};
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
@@ -267,8 +268,9 @@ pub async fn list_v2(
 pub async fn get_v2(
     db: Data<Db>,
     path: Path<VersionedNotePath>,
-) -> Result<Json<NoteV2Envelope>, ApiError> {
-    Ok(Json(NoteV2Envelope {
+    _doc: HeaderParam<IfNoneMatchDoc>,
+) -> Result<Tagged<NoteV2Envelope>, ApiError> {
+    Ok(Tagged(NoteV2Envelope {
         data: get_note(&db, path.id).await?.into(),
     }))
 }
