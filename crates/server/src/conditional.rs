@@ -4,18 +4,13 @@
 //! happen only while the resource still has a tag it names, checked against the row locked in
 //! the write's own transaction, else 412 `precondition-failed` and nothing is written.
 
-use std::marker::PhantomData;
-
 use actix_web::body::BoxBody;
 use actix_web::dev::Payload;
 use actix_web::http::header::{CONTENT_TYPE, ETAG, HeaderValue, IF_MATCH, IF_NONE_MATCH};
 use actix_web::http::{StatusCode, header::HeaderMap};
 use actix_web::web::Json;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
-use apistos::paths::{
-    Header, Parameter, ParameterDefinition, ParameterIn, ParameterStyle, RequestBody, Response,
-    Responses,
-};
+use apistos::paths::{Header, Parameter, RequestBody, Response};
 use apistos::reference_or::ReferenceOr;
 use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
 use problem_details::{Problem, Slug, ToProblem};
@@ -23,6 +18,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
+use crate::extract::{HeaderDoc, RawHeader};
+use crate::openapi::answers;
 
 /// The strong entity tag of a representation: its bytes' SHA-256, first 128 bits, quoted.
 pub fn etag(body: &[u8]) -> String {
@@ -167,64 +164,31 @@ impl<E: ToProblem> ToProblem for Precondition<E> {
     }
 }
 
-/// Documents a request header on the operations that take `D`.
-pub struct HeaderParam<D>(PhantomData<D>);
-
-pub trait ConditionalDoc {
-    const NAME: &'static str;
-    const DESCRIPTION: &'static str;
-}
+/// Documents `If-None-Match` on a read (`Tagged` reads the header itself when it answers).
+pub type IfNoneMatchParam = RawHeader<IfNoneMatchDoc>;
 
 pub struct IfNoneMatchDoc;
 
-impl ConditionalDoc for IfNoneMatchDoc {
+impl HeaderDoc for IfNoneMatchDoc {
     const NAME: &'static str = "If-None-Match";
+    const REQUIRED: bool = false;
     const DESCRIPTION: &'static str = "Optional: ETags the client holds (or `*`). When one is \
         the current one, the answer is 304 Not Modified with no body.";
+    fn schema() -> serde_json::Value {
+        serde_json::json!({"type": "string"})
+    }
 }
 
-impl ConditionalDoc for IfMatch {
+pub struct IfMatchDoc;
+
+impl HeaderDoc for IfMatchDoc {
     const NAME: &'static str = "If-Match";
+    const REQUIRED: bool = false;
     const DESCRIPTION: &'static str = "Optional: the ETag the client last read (or `*`). The \
         write happens only while the resource still has it; otherwise 412 \
         `precondition-failed` and nothing is written. Without it the write is unconditional.";
-}
-
-impl<D> FromRequest for HeaderParam<D> {
-    type Error = ApiError;
-    type Future = std::future::Ready<Result<Self, ApiError>>;
-
-    fn from_request(_: &HttpRequest, _: &mut Payload) -> Self::Future {
-        std::future::ready(Ok(HeaderParam(PhantomData)))
-    }
-}
-
-fn header_parameter(name: &str, description: &str, v: OpenApiVersion) -> Parameter {
-    Parameter {
-        name: name.to_owned(),
-        _in: ParameterIn::Header,
-        description: Some(description.to_owned()),
-        required: Some(false),
-        style: Some(ParameterStyle::Simple),
-        definition: Some(ParameterDefinition::Schema(ReferenceOr::Object(
-            ApistosSchema::from_value(&serde_json::json!({"type": "string"}), v),
-        ))),
-        ..Default::default()
-    }
-}
-
-impl<D: ConditionalDoc> ApiComponent for HeaderParam<D> {
-    fn child_schemas(_: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        vec![]
-    }
-    fn schema(_: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        None
-    }
-    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
-        None
-    }
-    fn parameters(v: OpenApiVersion, _: Option<String>) -> Vec<Parameter> {
-        vec![header_parameter(D::NAME, D::DESCRIPTION, v)]
+    fn schema() -> serde_json::Value {
+        serde_json::json!({"type": "string"})
     }
 }
 
@@ -238,84 +202,37 @@ impl ApiComponent for IfMatch {
     fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
         None
     }
-    fn parameters(v: OpenApiVersion, _: Option<String>) -> Vec<Parameter> {
-        vec![header_parameter(
-            <IfMatch as ConditionalDoc>::NAME,
-            <IfMatch as ConditionalDoc>::DESCRIPTION,
-            v,
-        )]
+    fn parameters(v: OpenApiVersion, c: Option<String>) -> Vec<Parameter> {
+        <RawHeader<IfMatchDoc> as ApiComponent>::parameters(v, c)
     }
 }
 
 /// The `ETag` response header's documentation.
 pub fn etag_header(v: OpenApiVersion) -> Header {
-    Header {
-        description: Some(
-            "Strong entity tag of this representation; send it back in If-None-Match (reads) \
-             or If-Match (PUT, DELETE)."
-                .to_owned(),
-        ),
-        required: Some(true),
-        definition: Some(ParameterDefinition::Schema(ReferenceOr::Object(
-            ApistosSchema::from_value(&serde_json::json!({"type": "string"}), v),
-        ))),
-        ..Default::default()
-    }
+    answers::header(
+        "Strong entity tag of this representation; send it back in If-None-Match (reads) or \
+         If-Match (PUT, DELETE).",
+        true,
+        serde_json::json!({"type": "string"}),
+        v,
+    )
 }
 
-impl<T: ApiComponent + apistos::JsonSchema + Serialize> ApiComponent for Tagged<T> {
-    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        <Json<T> as ApiComponent>::child_schemas(v)
-    }
-    fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
-        <Json<T> as ApiComponent>::raw_schema(v)
-    }
-    fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        <Json<T> as ApiComponent>::schema(v)
-    }
-    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
-        None
-    }
-    fn responses(
-        v: OpenApiVersion,
-        _: Option<String>,
-        description: Option<String>,
-    ) -> Option<Responses> {
-        let mut responses = apistos::__internal::response_from_schema(
-            v,
-            "200",
-            Self::schema(v),
-            description.clone(),
-        )
-        .or_else(|| {
-            apistos::__internal::response_from_raw_schema(
-                v,
-                "200",
-                Self::raw_schema(v),
-                description,
-            )
-        })?;
-        for response in responses.responses.values_mut() {
-            if let ReferenceOr::Object(response) = response {
-                response
-                    .headers
-                    .insert("ETag".to_owned(), ReferenceOr::Object(etag_header(v)));
-            }
-        }
-        let mut not_modified = Response {
-            description: "Not Modified: If-None-Match named the current ETag.".to_owned(),
-            ..Default::default()
-        };
-        not_modified
-            .headers
-            .insert("ETag".to_owned(), ReferenceOr::Object(etag_header(v)));
-        responses.responses.insert(
-            StatusCode::NOT_MODIFIED.as_str().to_owned(),
-            ReferenceOr::Object(not_modified),
-        );
-        Some(responses)
-    }
-}
+crate::answer_component!(Tagged, Json, |v, _, description| {
+    let etag = etag_header(v);
+    let mut responses =
+        answers::with_header(answers::ok::<Json<T>>(v, description)?, "ETag", &etag);
+    let mut not_modified = Response {
+        description: "Not Modified: If-None-Match named the current ETag.".to_owned(),
+        ..Default::default()
+    };
+    answers::add(&mut not_modified, "ETag", &etag);
+    responses.responses.insert(
+        StatusCode::NOT_MODIFIED.as_str().to_owned(),
+        ReferenceOr::Object(not_modified),
+    );
+    Some(responses)
+});
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{CONTENT_TYPE, HeaderValue, LOCATION};
 use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, Responder};
 use apistos::actix::CreatedJson;
-use apistos::paths::{Header, Parameter, ParameterDefinition, RequestBody, Responses};
+use apistos::paths::{Parameter, RequestBody, Responses};
 use apistos::reference_or::ReferenceOr;
 use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
 use idempotency::{Answer, Key, Outcome, Scope};
@@ -25,6 +25,7 @@ use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{HeaderDoc, RawHeader};
 use crate::middleware::token_auth::{Authenticated, Operator};
+use crate::openapi::answers;
 use crate::routes::accounts::IdempotencyKeyDoc;
 
 /// Sent with an answer that repeats the first one to the same key.
@@ -206,63 +207,24 @@ impl<T> Responder for Created<T> {
     }
 }
 
-impl<T: ApiComponent + apistos::JsonSchema + Serialize> ApiComponent for Created<T> {
-    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        <CreatedJson<T> as ApiComponent>::child_schemas(v)
-    }
-    fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
-        <CreatedJson<T> as ApiComponent>::raw_schema(v)
-    }
-    fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        <CreatedJson<T> as ApiComponent>::schema(v)
-    }
-    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
-        None
-    }
-    fn responses(
-        v: OpenApiVersion,
-        content_type: Option<String>,
-        description: Option<String>,
-    ) -> Option<Responses> {
-        let mut responses = with_replayed_header(
-            <CreatedJson<T> as ApiComponent>::responses(v, content_type, description)?,
-            v,
-        );
-        for response in responses.responses.values_mut() {
-            if let ReferenceOr::Object(response) = response {
-                response.headers.insert(
-                    "ETag".to_owned(),
-                    ReferenceOr::Object(crate::conditional::etag_header(v)),
-                );
-            }
-        }
-        Some(responses)
-    }
-}
+crate::answer_component!(Created, CreatedJson, |v, content_type, description| {
+    let created = <CreatedJson<T> as ApiComponent>::responses(v, content_type, description)?;
+    let etag = crate::conditional::etag_header(v);
+    Some(answers::with_header(
+        with_replayed_header(created, v),
+        "ETag",
+        &etag,
+    ))
+});
 
 /// Documents [`REPLAYED`] on every response of `responses`.
-pub fn with_replayed_header(mut responses: Responses, v: OpenApiVersion) -> Responses {
-    for response in responses.responses.values_mut() {
-        if let ReferenceOr::Object(response) = response {
-            response
-                .headers
-                .insert(REPLAYED.to_owned(), ReferenceOr::Object(replayed_header(v)));
-        }
-    }
-    responses
-}
-
-fn replayed_header(v: OpenApiVersion) -> Header {
-    Header {
-        description: Some(
-            "`true` when this answer repeats the first answer to the same Idempotency-Key \
-             (nothing was written this time); absent otherwise."
-                .to_owned(),
-        ),
-        required: Some(false),
-        definition: Some(ParameterDefinition::Schema(ReferenceOr::Object(
-            ApistosSchema::from_value(&serde_json::json!({"type": "string", "enum": ["true"]}), v),
-        ))),
-        ..Default::default()
-    }
+pub fn with_replayed_header(responses: Responses, v: OpenApiVersion) -> Responses {
+    let doc = answers::header(
+        "`true` when this answer repeats the first answer to the same Idempotency-Key \
+         (nothing was written this time); absent otherwise.",
+        false,
+        serde_json::json!({"type": "string", "enum": ["true"]}),
+        v,
+    );
+    answers::with_header(responses, REPLAYED, &doc)
 }

@@ -9,10 +9,9 @@ use actix_web::body::BoxBody;
 use actix_web::http::Uri;
 use actix_web::web::Json;
 use actix_web::{HttpRequest, HttpResponse, Responder};
-use apistos::paths::{Header, ParameterDefinition, RequestBody, Responses};
-use apistos::reference_or::ReferenceOr;
-use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
 use serde::Serialize;
+
+use crate::openapi::answers;
 
 /// Where a page sits in its list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,67 +128,18 @@ fn with_param(uri: &Uri, param: &str, value: Option<i64>) -> String {
     }
 }
 
-impl<T: ApiComponent + apistos::JsonSchema + Serialize> ApiComponent for Linked<T> {
-    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        <Json<T> as ApiComponent>::child_schemas(v)
-    }
-    fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
-        <Json<T> as ApiComponent>::raw_schema(v)
-    }
-    fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        <Json<T> as ApiComponent>::schema(v)
-    }
-    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
-        None
-    }
-    fn responses(
-        v: OpenApiVersion,
-        content_type: Option<String>,
-        description: Option<String>,
-    ) -> Option<Responses> {
-        let _ = content_type;
-        // `Json<T>` leaves its 200 to apistos' default; built here to carry the header.
-        let mut responses = apistos::__internal::response_from_schema(
-            v,
-            "200",
-            Self::schema(v),
-            description.clone(),
-        )
-        .or_else(|| {
-            apistos::__internal::response_from_raw_schema(
-                v,
-                "200",
-                Self::raw_schema(v),
-                description,
-            )
-        })?;
-        for response in responses.responses.values_mut() {
-            if let ReferenceOr::Object(response) = response {
-                response
-                    .headers
-                    .insert("Link".to_owned(), ReferenceOr::Object(link_doc(v)));
-            }
-        }
-        Some(responses)
-    }
-}
+crate::answer_component!(Linked, Json, |v, _, description| {
+    let doc = answers::header(LINK_DOC, false, serde_json::json!({"type": "string"}), v);
+    Some(answers::with_header(
+        answers::ok::<Json<T>>(v, description)?,
+        "Link",
+        &doc,
+    ))
+});
 
-fn link_doc(v: OpenApiVersion) -> Header {
-    Header {
-        description: Some(
-            "RFC 8288 links to the next page (while items remain) and, on offset pages, the \
-             previous and first pages; relative to the request URI. Example: \
-             `</notes?limit=20&offset=20>; rel=\"next\", </notes?limit=20&offset=0>; \
-             rel=\"first\"`."
-                .to_owned(),
-        ),
-        required: Some(false),
-        definition: Some(ParameterDefinition::Schema(ReferenceOr::Object(
-            ApistosSchema::from_value(&serde_json::json!({"type": "string"}), v),
-        ))),
-        ..Default::default()
-    }
-}
+const LINK_DOC: &str = "RFC 8288 links to the next page (while items remain) and, on offset \
+    pages, the previous and first pages; relative to the request URI. Example: \
+    `</notes?limit=20&offset=20>; rel=\"next\", </notes?limit=20&offset=0>; rel=\"first\"`.";
 
 #[cfg(test)]
 mod tests {

@@ -4,6 +4,7 @@
 //! [`links`] holds the links between operations; [`complete`] the steps that write what the
 //! generator cannot (storage faults, V1 deprecation, security, the token area's refusals).
 
+pub mod answers;
 mod complete;
 mod links;
 

@@ -12,7 +12,7 @@ use apistos::schemars;
 
 use super::dto::PageQuery;
 use super::notes::NotePath;
-use crate::conditional::{HeaderParam, IfMatch, IfNoneMatchDoc, Precondition, Tagged};
+use crate::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged};
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
@@ -105,7 +105,7 @@ pub async fn create(
 pub async fn get_one(
     db: Data<Db>,
     path: Path<CommentPath>,
-    _doc: HeaderParam<IfNoneMatchDoc>,
+    _doc: IfNoneMatchParam,
 ) -> Result<Tagged<CommentDto>, ApiError> {
     let CommentPath {
         note_id,

@@ -34,7 +34,7 @@ macro_rules! crud_routes {
             use $crate::error::ApiError;
             use $crate::idempotent::{Created, Retry};
             use $crate::links::Linked;
-            use $crate::conditional::{HeaderParam, IfMatch, IfNoneMatchDoc, Tagged};
+            use $crate::conditional::{IfMatch, IfNoneMatchParam, Tagged};
             use $crate::extract::{JsonObject, RawQuery};
             use $crate::routes::dto::PageQuery;
             use $ops as ops;
@@ -67,7 +67,7 @@ macro_rules! crud_routes {
             pub async fn get_one(
                 db: Data<Db>,
                 path: Path<$path>,
-                _doc: HeaderParam<IfNoneMatchDoc>,
+                _doc: IfNoneMatchParam,
             ) -> Result<Tagged<$dto>, ApiError> {
                 Ok(Tagged(ops::fetch_one(&db, path.$field).await?))
             }

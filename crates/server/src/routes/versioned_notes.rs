@@ -14,7 +14,7 @@ use versioned_notes::{CallerUsage, NoteInput, VersionedNote, repo};
 use apistos::schemars;
 
 use super::dto::{ClampedPageQuery, NO_NUL_PATTERN, TEXT_PATTERN};
-use crate::conditional::{HeaderParam, IfNoneMatchDoc, Tagged};
+use crate::conditional::{IfNoneMatchParam, Tagged};
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
@@ -268,7 +268,7 @@ pub async fn list_v2(
 pub async fn get_v2(
     db: Data<Db>,
     path: Path<VersionedNotePath>,
-    _doc: HeaderParam<IfNoneMatchDoc>,
+    _doc: IfNoneMatchParam,
 ) -> Result<Tagged<NoteV2Envelope>, ApiError> {
     Ok(Tagged(NoteV2Envelope {
         data: get_note(&db, path.id).await?.into(),
