@@ -160,6 +160,18 @@ async fn the_same_key_with_another_request_is_422_and_writes_nothing(app: TestAp
     .await;
     assert_eq!(count(&app, "/notes").await, before);
     assert_eq!(count(&app, "/v2/notes").await, 0);
+    // Area D answers its refusals as {"error": message}, this one too.
+    json(
+        post_keyed(&app, "/users", "k2", &json!({"name": "a"})).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let res = post_keyed(&app, "/users", "k2", &json!({"name": "b"})).await;
+    let body = json(res, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(
+        body["error"].as_str().unwrap().contains("Idempotency-Key"),
+        "{body}"
+    );
 }
 
 async fn keys_belong_to_the_caller(app: TestApp) {

@@ -94,6 +94,15 @@ impl ApiError {
         }
     }
 
+    /// Area D answers its refusals as `{"error": message}`; this makes one raised by a shared
+    /// mechanism (an `Idempotency-Key` refusal) answer so too, its detail as the message.
+    pub fn plain(mut self) -> Self {
+        if self.plain.is_none() && self.problem.status < 500 {
+            self.plain = Some(self.problem.detail.clone());
+        }
+        self
+    }
+
     pub fn from_store(err: StoreError) -> Self {
         ApiError::fault(err.fault, &err.detail)
     }

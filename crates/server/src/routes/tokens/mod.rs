@@ -45,6 +45,7 @@ pub async fn create_user(
             service::create_user(c, &input).map(UserDto::from)
         })
         .await
+        .map_err(ApiError::plain)
 }
 
 /// Issue a token
