@@ -12,6 +12,7 @@ api_tests!(
     reads_carry_an_etag_and_answer_304_to_a_matching_if_none_match,
     a_stale_if_match_is_412_and_writes_nothing,
     concurrent_edits_of_one_version_have_one_winner,
+    an_account_is_tagged_by_its_last_sequence_and_appends_honour_if_match,
 );
 
 fn tag_of(res: &Response) -> String {
@@ -213,6 +214,100 @@ async fn concurrent_edits_of_one_version_have_one_winner(app: TestApp) {
     assert_eq!(now["body"], won[0]);
 }
 
+async fn an_account_is_tagged_by_its_last_sequence_and_appends_honour_if_match(app: TestApp) {
+    json(
+        app.post_json("/accounts", &json!({"account_id": "a", "owner": "o"}))
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let res = app.get("/accounts/a").await;
+    assert_eq!(tag_of(&res), "\"1\"");
+    let res = send(
+        &app,
+        Method::GET,
+        "/accounts/a",
+        Some(("If-None-Match", "\"1\"")),
+        None,
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::NOT_MODIFIED);
+    let deposit = json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 5}});
+    // Stale, malformed, weak, or disagreeing with the body's expected_sequence: 412, nothing written.
+    for (tag, body) in [
+        ("\"2\"", deposit.clone()),
+        ("\"x\"", deposit.clone()),
+        ("W/\"1\"", deposit.clone()),
+        (
+            "\"1\"",
+            json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 5}, "expected_sequence": 2}),
+        ),
+    ] {
+        let res = send(
+            &app,
+            Method::POST,
+            "/accounts/a/events",
+            Some(("If-Match", tag)),
+            Some(&body),
+        )
+        .await;
+        problem(res, StatusCode::PRECONDITION_FAILED, "precondition-failed").await;
+    }
+    assert_eq!(event_count(&app).await, 1);
+    // The current tag: appended, and the account's tag moves on.
+    let res = send(
+        &app,
+        Method::POST,
+        "/accounts/a/events",
+        Some(("If-Match", "\"1\"")),
+        Some(&deposit),
+    )
+    .await;
+    assert_eq!(json(res, StatusCode::CREATED).await["sequence"], 2);
+    assert_eq!(tag_of(&app.get("/accounts/a").await), "\"2\"");
+    let res = send(
+        &app,
+        Method::POST,
+        "/accounts/a/events",
+        Some(("If-Match", "*")),
+        Some(&deposit),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    // Of eight appends at one version, one is written.
+    let appends = (0..8).map(|_| {
+        app.request(Method::POST, "/accounts/a/events")
+            .header("If-Match", "\"3\"")
+            .json(&deposit)
+            .send()
+    });
+    let statuses: Vec<StatusCode> = futures_util::future::join_all(appends)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap().status())
+        .collect();
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == StatusCode::CREATED)
+            .count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses
+            .iter()
+            .all(|s| *s == StatusCode::CREATED || *s == StatusCode::PRECONDITION_FAILED)
+    );
+    assert_eq!(event_count(&app).await, 4);
+}
+
+async fn event_count(app: &TestApp) -> i64 {
+    json(app.get("/accounts/a/events").await, StatusCode::OK).await["total"]
+        .as_i64()
+        .unwrap()
+}
+
 /// Reads document ETag, If-None-Match and 304; PUT and DELETE document If-Match and 412.
 #[tokio::test]
 async fn the_document_shows_the_conditional_headers() {
@@ -238,7 +333,7 @@ async fn the_document_shows_the_conditional_headers() {
             "{path}"
         );
         assert!(get["responses"]["304"].is_object(), "{path}");
-        if path.starts_with("/v2") {
+        if path.starts_with("/v2") || path.starts_with("/accounts") {
             continue;
         }
         for method in ["put", "delete"] {

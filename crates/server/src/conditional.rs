@@ -53,17 +53,40 @@ fn none_match(headers: &HeaderMap, tag: &str) -> bool {
 }
 
 /// A 200 JSON answer with its `ETag`, or 304 when the request's `If-None-Match` names it.
-pub struct Tagged<T>(pub T);
+pub struct Tagged<T> {
+    body: T,
+    /// The tag when it is not the body's digest (an account's is its last sequence).
+    tag: Option<String>,
+}
+
+impl<T> Tagged<T> {
+    pub fn new(body: T) -> Self {
+        Tagged { body, tag: None }
+    }
+
+    /// An account's representation changes exactly when its last sequence does.
+    pub fn by_sequence(body: T, sequence: i64) -> Self {
+        Tagged {
+            body,
+            tag: Some(sequence_tag(sequence)),
+        }
+    }
+}
+
+/// The `ETag` of a resource versioned by a sequence number.
+pub fn sequence_tag(sequence: i64) -> String {
+    format!("\"{sequence}\"")
+}
 
 impl<T: Serialize> Responder for Tagged<T> {
     type Body = BoxBody;
 
     fn respond_to(self, req: &HttpRequest) -> HttpResponse {
-        let body = match serde_json::to_vec(&self.0) {
+        let body = match serde_json::to_vec(&self.body) {
             Ok(body) => body,
             Err(e) => return actix_web::ResponseError::error_response(&ApiError::internal(e)),
         };
-        let tag = etag(&body);
+        let tag = self.tag.unwrap_or_else(|| etag(&body));
         let Ok(value) = HeaderValue::from_str(&tag) else {
             return HttpResponse::InternalServerError().finish();
         };
@@ -96,6 +119,24 @@ impl IfMatch {
     /// Whether the request sent one at all.
     pub fn is_set(&self) -> bool {
         !matches!(&self.0, Some(tags) if tags.is_empty())
+    }
+
+    /// For a resource tagged by sequence: `Ok(None)` when anything goes (absent or `*`),
+    /// `Ok(Some(n))` when it names exactly one sequence tag, else the precondition fails.
+    pub fn sequence<E>(&self) -> Result<Option<i64>, Precondition<E>> {
+        match &self.0 {
+            None => Ok(None),
+            Some(tags) if tags.is_empty() => Ok(None),
+            Some(tags) => match tags.as_slice() {
+                [one] => one
+                    .strip_prefix('"')
+                    .and_then(|t| t.strip_suffix('"'))
+                    .and_then(|n| n.parse::<i64>().ok())
+                    .map(Some)
+                    .ok_or(Precondition::Failed),
+                _ => Err(Precondition::Failed),
+            },
+        }
     }
 
     /// Passes when nothing was asked, when `*` was (the resource exists: the caller found it),
@@ -281,5 +322,20 @@ mod tests {
         assert!(check(IfMatch(Some(vec!["\"x\"".into(), tag.clone()]))));
         assert!(!check(IfMatch(Some(vec![format!("W/{tag}")]))));
         assert!(!check(IfMatch(Some(vec!["\"x\"".into()]))));
+    }
+
+    #[test]
+    fn sequence_tags_name_one_sequence() {
+        let seq = |m: IfMatch| m.sequence::<()>().ok();
+        assert_eq!(sequence_tag(7), "\"7\"");
+        assert_eq!(seq(IfMatch::absent()), Some(None));
+        assert_eq!(seq(IfMatch(None)), Some(None));
+        assert_eq!(seq(IfMatch(Some(vec!["\"7\"".into()]))), Some(Some(7)));
+        assert_eq!(seq(IfMatch(Some(vec!["W/\"7\"".into()]))), None);
+        assert_eq!(seq(IfMatch(Some(vec!["\"x\"".into()]))), None);
+        assert_eq!(
+            seq(IfMatch(Some(vec!["\"1\"".into(), "\"2\"".into()]))),
+            None
+        );
     }
 }

@@ -61,6 +61,13 @@ pub struct AppendEvent {
 }
 
 impl AppendEvent {
+    /// The same append, conditional on the account being at `sequence` (how `If-Match` on the
+    /// append route is carried out).
+    pub fn expecting(mut self, sequence: i64) -> Self {
+        self.expected_sequence = Some(sequence);
+        self
+    }
+
     pub fn from_json(obj: &Map<String, Value>) -> Result<Self, Error> {
         let mut f = Fields::new(obj);
         let event_type = match obj.get("event_type") {

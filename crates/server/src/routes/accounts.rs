@@ -1,7 +1,7 @@
 //! Area E: event-sourced accounts. The rules live in the `ledger` crate; this module wires.
 
 use actix_web::body::BoxBody;
-use actix_web::web::{Data, Json, Path};
+use actix_web::web::{Data, Path};
 use actix_web::{HttpRequest, HttpResponse, Responder};
 use apistos::actix::CreatedJson;
 use apistos::paths::{RequestBody, Responses};
@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 use apistos::schemars;
 
 use super::dto::{PageQuery, TEXT_PATTERN};
+use crate::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged};
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{HeaderDoc, JsonObject, RawHeader, RawQuery};
@@ -308,11 +309,15 @@ pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Linked<Account
 
 /// Get an account
 #[api_operation(operation_id = "get_account", tag = "accounts", error_code = 404)]
-pub async fn get_one(db: Data<Db>, path: Path<AccountPath>) -> Result<Json<AccountDto>, ApiError> {
+pub async fn get_one(
+    db: Data<Db>,
+    path: Path<AccountPath>,
+    _doc: IfNoneMatchParam,
+) -> Result<Tagged<AccountDto>, ApiError> {
     let id = path.into_inner().id;
-    Ok(Json(
-        db.read(move |c| service::get_account(c, &id)).await?.into(),
-    ))
+    let account = AccountDto::from(db.read(move |c| service::get_account(c, &id)).await?);
+    let sequence = account.last_sequence;
+    Ok(Tagged::by_sequence(account, sequence))
 }
 
 /// Append an event
@@ -324,6 +329,7 @@ pub async fn get_one(db: Data<Db>, path: Path<AccountPath>) -> Result<Json<Accou
     tag = "accounts",
     error_code = 404,
     error_code = 409,
+    error_code = 412,
     error_code = 413,
     error_code = 415,
     error_code = 422,
@@ -333,17 +339,31 @@ pub async fn append(
     appender: Data<Appender>,
     path: Path<AccountPath>,
     key: IdempotencyKeyHeader,
+    if_match: IfMatch,
     body: JsonObject<AppendEventBody>,
 ) -> Result<CreatedEvent, ApiError> {
     let account_id = path.into_inner().id;
-    let command = AppendEvent::from_json(&body)?;
+    let mut command = AppendEvent::from_json(&body)?;
+    // If-Match `"N"` (the account's ETag) is `expected_sequence: N` answered with 412.
+    let expected = if_match.sequence::<ledger::Error>()?;
+    if let Some(n) = expected {
+        if command.expected_sequence().is_some_and(|m| m != n) {
+            return Err(Precondition::<ledger::Error>::Failed.into());
+        }
+        command = command.expecting(n);
+    }
     let key = bind_key(&key, &format!("append_event:{account_id}"), &body)?;
     let job = Append {
         account_id,
         command,
         key,
     };
-    let recorded = appender.append(job).await?;
+    let recorded = match appender.append(job).await {
+        Err(ledger::Error::SequenceMismatch { .. }) if expected.is_some() => {
+            return Err(Precondition::<ledger::Error>::Failed.into());
+        }
+        other => other?,
+    };
     Ok(CreatedEvent {
         recorded,
         location: false,

@@ -114,7 +114,7 @@ pub async fn get_one(
     let comment = db
         .read(move |c| repo::comments::get(c, note_id, comment_id))
         .await?;
-    Ok(Tagged(comment.into()))
+    Ok(Tagged::new(comment.into()))
 }
 
 /// Replace a comment's body
@@ -148,7 +148,7 @@ pub async fn update(
             repo::comments::update(c, note_id, comment_id, &input).map_err(Precondition::Op)
         })
         .await?;
-    Ok(Tagged(comment.into()))
+    Ok(Tagged::new(comment.into()))
 }
 
 /// Delete a comment

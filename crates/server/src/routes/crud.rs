@@ -69,7 +69,7 @@ macro_rules! crud_routes {
                 path: Path<$path>,
                 _doc: IfNoneMatchParam,
             ) -> Result<Tagged<$dto>, ApiError> {
-                Ok(Tagged(ops::fetch_one(&db, path.$field).await?))
+                Ok(Tagged::new(ops::fetch_one(&db, path.$field).await?))
             }
 
             $(#[doc = $update_doc])*
@@ -89,7 +89,7 @@ macro_rules! crud_routes {
                 if_match: IfMatch,
                 body: JsonObject<$body>,
             ) -> Result<Tagged<$dto>, ApiError> {
-                Ok(Tagged(ops::replace_one(&db, path.$field, if_match, &body).await?))
+                Ok(Tagged::new(ops::replace_one(&db, path.$field, if_match, &body).await?))
             }
 
             $(#[doc = $delete_doc])*

@@ -270,7 +270,7 @@ pub async fn get_v2(
     path: Path<VersionedNotePath>,
     _doc: IfNoneMatchParam,
 ) -> Result<Tagged<NoteV2Envelope>, ApiError> {
-    Ok(Tagged(NoteV2Envelope {
+    Ok(Tagged::new(NoteV2Envelope {
         data: get_note(&db, path.id).await?.into(),
     }))
 }
