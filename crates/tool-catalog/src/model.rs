@@ -150,6 +150,12 @@ impl Tool {
     pub fn is_destructive(&self) -> bool {
         self.source.method == Method::Delete
     }
+
+    /// `PUT` or `DELETE`: the MCP `idempotentHint` (calling again with the same arguments has
+    /// no further effect). `POST` is not, `PATCH` need not be, and for a read it says nothing.
+    pub fn is_idempotent(&self) -> bool {
+        matches!(self.source.method, Method::Put | Method::Delete)
+    }
 }
 
 /// The `source` member: the API operation a tool calls.

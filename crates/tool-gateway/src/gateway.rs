@@ -27,6 +27,38 @@ pub struct GatewayConfig {
     pub catalog: Result<Catalog, CatalogError>,
     pub base_url: BaseUrl,
     pub bearer: Option<BearerToken>,
+    pub selection: Selection,
+}
+
+/// Which of the catalog's tools this gateway serves (`--read-only`, `--tools`): the others are
+/// neither listed nor callable (a call names an unknown tool).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Only tools whose safety is `read`.
+    pub read_only: bool,
+    /// Only these tools (all when `None`).
+    pub names: Option<Vec<String>>,
+}
+
+impl Selection {
+    pub fn admits(&self, tool: &Tool) -> bool {
+        (!self.read_only || tool.is_read_only())
+            && self
+                .names
+                .as_ref()
+                .is_none_or(|names| names.iter().any(|n| n == tool.name()))
+    }
+
+    /// Names given with `--tools` that the catalog does not have (a typo would otherwise
+    /// silently serve fewer tools).
+    pub fn unknown<'a>(&'a self, catalog: &Catalog) -> Vec<&'a str> {
+        self.names
+            .iter()
+            .flatten()
+            .filter(|n| catalog.get(n).is_none())
+            .map(String::as_str)
+            .collect()
+    }
 }
 
 /// The MCP server handler. Cheap to clone (one per HTTP session).
@@ -40,6 +72,7 @@ struct Inner {
     catalog: Result<Catalog, CatalogError>,
     /// `tools/list` entries, built once, in catalog order.
     listed: Vec<McpTool>,
+    selection: Selection,
     base_url: BaseUrl,
     bearer: Option<BearerToken>,
     upstream: Upstream,
@@ -48,13 +81,24 @@ struct Inner {
 impl Gateway {
     pub fn new(config: GatewayConfig) -> anyhow::Result<Gateway> {
         let listed = match &config.catalog {
-            Ok(catalog) => catalog.iter().map(describe).collect(),
+            Ok(catalog) => {
+                let unknown = config.selection.unknown(catalog);
+                if !unknown.is_empty() {
+                    anyhow::bail!("--tools names tools the catalog does not have: {unknown:?}");
+                }
+                catalog
+                    .iter()
+                    .filter(|tool| config.selection.admits(tool))
+                    .map(describe)
+                    .collect()
+            }
             Err(_) => Vec::new(),
         };
         Ok(Gateway {
             inner: Arc::new(Inner {
                 catalog: config.catalog,
                 listed,
+                selection: config.selection,
                 base_url: config.base_url,
                 bearer: config.bearer,
                 upstream: Upstream::new()?,
@@ -82,7 +126,7 @@ impl Gateway {
         arguments: JsonObject,
     ) -> Result<CallToolResult, McpError> {
         let catalog = self.catalog()?;
-        let Some(tool) = catalog.get(name) else {
+        let Some(tool) = catalog.get(name).filter(|t| self.inner.selection.admits(t)) else {
             return Err(McpError::invalid_params(
                 format!("unknown tool \"{}\"", shorten(name)),
                 None,
@@ -143,9 +187,13 @@ fn describe(tool: &Tool) -> McpTool {
         // The catalog guarantees an object; an empty schema object is the safe fallback.
         _ => JsonObject::new(),
     };
+    // The hints say what the tool's HTTP method promises; every tool acts on this service
+    // alone, never on an open world of outside systems.
     let annotations = ToolAnnotations::new()
         .read_only(tool.is_read_only())
-        .destructive(tool.is_destructive());
+        .destructive(tool.is_destructive())
+        .idempotent(tool.is_idempotent())
+        .open_world(false);
     McpTool::new(
         tool.name().to_owned(),
         tool.description().to_owned(),
@@ -208,6 +256,7 @@ mod tests {
             catalog: Catalog::from_json_str(catalog),
             base_url: BaseUrl::parse("http://127.0.0.1:9").unwrap(),
             bearer: None,
+            selection: Selection::default(),
         })
         .unwrap()
     }
@@ -230,9 +279,91 @@ mod tests {
                 "title": "Delete a note",
                 "description": "Deletes one note.",
                 "inputSchema": {"type": "object", "properties": {"note_id": {"type": "integer"}}, "required": ["note_id"]},
-                "annotations": {"readOnlyHint": false, "destructiveHint": true}
+                "annotations": {
+                    "readOnlyHint": false, "destructiveHint": true, "idempotentHint": true,
+                    "openWorldHint": false
+                }
             }])
         );
+    }
+
+    const TWO: &str = r#"{"tools": [
+        {"name": "get_note", "title": "Get a note", "description": "Reads one note.", "safety": "read",
+         "source": {"type": "openapi", "operationId": "get_note", "method": "GET", "path": "/notes/{note_id}"},
+         "inputSchema": {"type": "object", "properties": {"note_id": {"type": "integer"}}, "required": ["note_id"]}},
+        {"name": "create_note", "title": "Create a note", "description": "Creates a note.", "safety": "write",
+         "source": {"type": "openapi", "operationId": "create_note", "method": "POST", "path": "/notes"},
+         "inputSchema": {"type": "object"}},
+        {"name": "delete_note", "title": "Delete a note", "description": "Deletes one note.", "safety": "write",
+         "source": {"type": "openapi", "operationId": "delete_note", "method": "DELETE", "path": "/notes/{note_id}"},
+         "inputSchema": {"type": "object", "properties": {"note_id": {"type": "integer"}}, "required": ["note_id"]}}
+    ]}"#;
+
+    fn selected(selection: Selection) -> anyhow::Result<Gateway> {
+        Gateway::new(GatewayConfig {
+            catalog: Catalog::from_json_str(TWO),
+            base_url: BaseUrl::parse("http://127.0.0.1:9").unwrap(),
+            bearer: None,
+            selection,
+        })
+    }
+
+    fn names(gateway: &Gateway) -> Vec<String> {
+        gateway
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn read_only_and_tools_select_what_is_listed_and_callable() {
+        let all = selected(Selection::default()).unwrap();
+        assert_eq!(names(&all), ["get_note", "create_note", "delete_note"]);
+        let hints: Vec<Value> = all
+            .list()
+            .unwrap()
+            .iter()
+            .map(|t| serde_json::to_value(&t.annotations).unwrap())
+            .collect();
+        assert_eq!(hints[0]["readOnlyHint"], true);
+        assert_eq!(hints[1]["idempotentHint"], false, "POST is not idempotent");
+        assert_eq!(hints[2]["idempotentHint"], true);
+        assert!(hints.iter().all(|h| h["openWorldHint"] == false));
+
+        let read_only = selected(Selection {
+            read_only: true,
+            names: None,
+        })
+        .unwrap();
+        assert_eq!(names(&read_only), ["get_note"]);
+        let error = read_only
+            .call("delete_note", JsonObject::new())
+            .await
+            .unwrap_err();
+        assert_eq!(error.code.0, -32602, "a tool left out is an unknown tool");
+
+        let picked = Selection {
+            read_only: false,
+            names: Some(vec!["delete_note".into(), "get_note".into()]),
+        };
+        assert_eq!(
+            names(&selected(picked).unwrap()),
+            ["get_note", "delete_note"]
+        );
+        let both = Selection {
+            read_only: true,
+            names: Some(vec!["delete_note".into()]),
+        };
+        assert!(names(&selected(both).unwrap()).is_empty());
+
+        let typo = Selection {
+            read_only: false,
+            names: Some(vec!["get_nite".into()]),
+        };
+        let error = selected(typo).unwrap_err().to_string();
+        assert!(error.contains("get_nite"), "{error}");
     }
 
     #[test]

@@ -5,7 +5,9 @@ use std::net::SocketAddr;
 use anyhow::Context;
 use clap::Parser;
 use tool_catalog::{BaseUrl, Catalog, CatalogError};
-use tool_gateway::{BearerToken, ClientTokens, Gateway, GatewayConfig, HttpLimits, TOKEN_ENV};
+use tool_gateway::{
+    BearerToken, ClientTokens, Gateway, GatewayConfig, HttpLimits, Selection, TOKEN_ENV,
+};
 
 /// MCP server exposing the API operations described by a tool catalog as tools.
 ///
@@ -62,6 +64,16 @@ struct Args {
     )]
     client_auth: ClientAuth,
 
+    /// Serve only the catalog's read tools (safety `read`): write tools are neither listed nor
+    /// callable.
+    #[arg(long, env = "MCP_READ_ONLY")]
+    read_only: bool,
+
+    /// Serve only these tools (comma-separated or repeated); a name the catalog does not have
+    /// stops the gateway. Combines with --read-only.
+    #[arg(long, env = "MCP_TOOLS", value_name = "NAME", value_delimiter = ',')]
+    tools: Vec<String>,
+
     /// HTTP: seconds after which an idle session is closed.
     #[arg(
         long,
@@ -96,10 +108,15 @@ fn main() -> anyhow::Result<()> {
     if bearer.is_none() {
         log::info!("{TOKEN_ENV} is not set: write tools will refuse to run");
     }
+    let selection = Selection {
+        read_only: args.read_only,
+        names: (!args.tools.is_empty()).then(|| args.tools.clone()),
+    };
     let gateway = Gateway::new(GatewayConfig {
         catalog,
         base_url,
         bearer,
+        selection,
     })?;
 
     // One thread. The gateway serves the MCP client next to it, and a call is mostly waiting on

@@ -69,6 +69,9 @@ async fn stdio_lifecycle_list_and_errors() {
             json!({
                 "readOnlyHint": entry["safety"] == "read",
                 "destructiveHint": entry["source"]["method"] == "DELETE",
+                "idempotentHint": entry["source"]["method"] == "PUT"
+                    || entry["source"]["method"] == "DELETE",
+                "openWorldHint": false,
             })
         );
     }

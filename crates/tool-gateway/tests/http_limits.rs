@@ -7,7 +7,9 @@ mod common;
 use common::stub::Stub;
 use serde_json::{Value, json};
 use tool_catalog::{BaseUrl, Catalog};
-use tool_gateway::{BearerToken, ClientTokens, Gateway, GatewayConfig, HttpLimits, router};
+use tool_gateway::{
+    BearerToken, ClientTokens, Gateway, GatewayConfig, HttpLimits, Selection, router,
+};
 
 const CATALOG: &str = r#"{"tools": [
   {"name": "list_notes", "title": "List", "description": "", "safety": "read",
@@ -21,6 +23,7 @@ async fn serve(limits: HttpLimits) -> String {
         catalog: Catalog::from_json_str(CATALOG),
         base_url: BaseUrl::parse("http://127.0.0.1:9").unwrap(),
         bearer: BearerToken::new(None),
+        selection: Selection::default(),
     })
     .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -8,7 +8,7 @@ use common::stub::Stub;
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::{Value, json};
 use tool_catalog::{BaseUrl, Catalog};
-use tool_gateway::{BearerToken, Gateway, GatewayConfig};
+use tool_gateway::{BearerToken, Gateway, GatewayConfig, Selection};
 
 const CATALOG: &str = r#"{"tools": [
   {"name": "list_notes", "title": "List", "description": "", "safety": "read",
@@ -41,6 +41,7 @@ fn gateway(base_url: &str, token: Option<&str>) -> Gateway {
         catalog: Catalog::from_json_str(CATALOG),
         base_url: BaseUrl::parse(base_url).unwrap(),
         bearer: BearerToken::new(token.map(str::to_owned)),
+        selection: Selection::default(),
     })
     .unwrap()
 }
