@@ -76,6 +76,35 @@ struct Inner {
     base_url: BaseUrl,
     bearer: Option<BearerToken>,
     upstream: Upstream,
+    /// This process's part of every Idempotency-Key, so that a restarted gateway never repeats
+    /// one (its sessions and request ids start over).
+    nonce: String,
+    /// Calls made without a request context (`Gateway::call`), each its own attempt.
+    direct_calls: std::sync::atomic::AtomicU64,
+}
+
+/// One `tools/call` as the client sent it: a retry of it (same session, same JSON-RPC id)
+/// is the same attempt and gets the same Idempotency-Key, so the API answers it once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub session: String,
+    pub request_id: String,
+}
+
+/// The Idempotency-Key of a write tool's call: `mcp-` and 32 hex digits of the SHA-256 of the
+/// gateway process, the attempt, the tool and its arguments (other arguments under a reused
+/// request id are another request, with another key).
+pub fn retry_key(nonce: &str, attempt: &Attempt, tool: &str, arguments: &JsonObject) -> String {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    for part in [nonce, &attempt.session, &attempt.request_id, tool] {
+        hash.update(part.len().to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    hash.update(Value::Object(arguments.clone()).to_string().as_bytes());
+    let digest = hash.finalize();
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!("mcp-{hex}")
 }
 
 impl Gateway {
@@ -102,6 +131,8 @@ impl Gateway {
                 base_url: config.base_url,
                 bearer: config.bearer,
                 upstream: Upstream::new()?,
+                nonce: process_nonce(),
+                direct_calls: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }
@@ -119,11 +150,29 @@ impl Gateway {
         Ok(self.inner.listed.clone())
     }
 
-    /// `tools/call` without the transport around it.
+    /// `tools/call` without the transport around it: every call its own attempt.
     pub async fn call(
         &self,
         name: &str,
         arguments: JsonObject,
+    ) -> Result<CallToolResult, McpError> {
+        let n = self
+            .inner
+            .direct_calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let attempt = Attempt {
+            session: "direct".to_owned(),
+            request_id: n.to_string(),
+        };
+        self.call_as(name, arguments, &attempt).await
+    }
+
+    /// `tools/call` of `attempt`: a write tool sends the attempt's Idempotency-Key.
+    pub async fn call_as(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+        attempt: &Attempt,
     ) -> Result<CallToolResult, McpError> {
         let catalog = self.catalog()?;
         let Some(tool) = catalog.get(name).filter(|t| self.inner.selection.admits(t)) else {
@@ -151,8 +200,14 @@ impl Gateway {
             },
         };
 
+        let key = bearer.map(|_| retry_key(&self.inner.nonce, attempt, tool.name(), &arguments));
         log::info!("tools/call {} -> {} {}", tool.name(), spec.method, spec.url);
-        match self.inner.upstream.send(&spec, bearer).await {
+        match self
+            .inner
+            .upstream
+            .send(&spec, bearer, key.as_deref())
+            .await
+        {
             Ok(reply) => {
                 let structured = json!({
                     "tool": tool.name(),
@@ -203,6 +258,14 @@ fn describe(tool: &Tool) -> McpTool {
     .with_annotations(annotations)
 }
 
+/// Unique to this process run: its id and start time.
+fn process_nonce() -> String {
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{}-{started}", std::process::id())
+}
+
 /// A client-supplied name, cut to a length that is safe to echo.
 fn shorten(name: &str) -> String {
     name.chars().take(64).collect()
@@ -232,10 +295,24 @@ impl ServerHandler for Gateway {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let arguments = request.arguments.unwrap_or_default();
-        self.call(&request.name, arguments).await.map(Into::into)
+        // The HTTP transport puts the request's parts in the context; stdio is one session.
+        let session = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("stdio")
+            .to_owned();
+        let attempt = Attempt {
+            session,
+            request_id: serde_json::to_string(&context.id).unwrap_or_default(),
+        };
+        self.call_as(&request.name, arguments, &attempt)
+            .await
+            .map(Into::into)
     }
 
     fn get_tool(&self, name: &str) -> Option<McpTool> {
@@ -364,6 +441,43 @@ mod tests {
         };
         let error = selected(typo).unwrap_err().to_string();
         assert!(error.contains("get_nite"), "{error}");
+    }
+
+    #[test]
+    fn a_retried_attempt_keeps_its_key_and_anything_else_gets_another() {
+        let attempt = Attempt {
+            session: "s1".into(),
+            request_id: "7".into(),
+        };
+        let args = |v: Value| v.as_object().unwrap().clone();
+        let key = retry_key("n", &attempt, "create_note", &args(json!({"title": "t"})));
+        assert!(key.starts_with("mcp-") && key.len() == 36, "{key}");
+        assert_eq!(
+            key,
+            retry_key("n", &attempt, "create_note", &args(json!({"title": "t"})))
+        );
+        let other_id = Attempt {
+            request_id: "8".into(),
+            ..attempt.clone()
+        };
+        let other_session = Attempt {
+            session: "s2".into(),
+            ..attempt.clone()
+        };
+        for different in [
+            retry_key("n", &other_id, "create_note", &args(json!({"title": "t"}))),
+            retry_key(
+                "n",
+                &other_session,
+                "create_note",
+                &args(json!({"title": "t"})),
+            ),
+            retry_key("m", &attempt, "create_note", &args(json!({"title": "t"}))),
+            retry_key("n", &attempt, "create_tag", &args(json!({"title": "t"}))),
+            retry_key("n", &attempt, "create_note", &args(json!({"title": "u"}))),
+        ] {
+            assert_ne!(different, key);
+        }
     }
 
     #[test]

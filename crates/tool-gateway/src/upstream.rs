@@ -64,6 +64,7 @@ impl Upstream {
         &self,
         spec: &RequestSpec,
         bearer: Option<&BearerToken>,
+        idempotency_key: Option<&str>,
     ) -> Result<Reply, Failure> {
         let method = reqwest::Method::from_bytes(spec.method.as_str().as_bytes())
             .map_err(|_| Failure::Other)?;
@@ -76,6 +77,9 @@ impl Upstream {
                 .map_err(|_| Failure::Other)?;
             value.set_sensitive(true);
             request = request.header(AUTHORIZATION, value);
+        }
+        if let Some(key) = idempotency_key {
+            request = request.header("Idempotency-Key", key);
         }
         if let Some(body) = &spec.body {
             let bytes = serde_json::to_vec(body).map_err(|_| Failure::Other)?;

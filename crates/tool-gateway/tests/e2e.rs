@@ -158,6 +158,26 @@ async fn stdio_write_tools_with_the_token() {
     assert!(problem["detail"].is_string());
 }
 
+/// A client that sends the same tools/call again under the same JSON-RPC id (it lost the
+/// answer) gets the first answer and one note; a new id is a new note.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_write_call_is_carried_out_once() {
+    let server = ServerProcess::start().await;
+    let mut gw = catalog_gateway(&server);
+    let create = || call("create_note", json!({"title": "Once", "body": "only"}));
+    let first = gw.request_with_id(json!("retry-1"), "tools/call", create());
+    let again = gw.request_with_id(json!("retry-1"), "tools/call", create());
+    assert_eq!(structured(&first)["statusCode"], 201);
+    assert_eq!(structured(&again)["body"], structured(&first)["body"]);
+    assert_eq!(note_count(&server).await, 1);
+    let other = gw.request_with_id(json!("retry-2"), "tools/call", create());
+    assert_ne!(
+        structured(&other)["body"]["id"],
+        structured(&first)["body"]["id"]
+    );
+    assert_eq!(note_count(&server).await, 2);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_transport_read_and_write_tools() {
     let server = ServerProcess::start().await;

@@ -8,7 +8,7 @@ use common::stub::Stub;
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::{Value, json};
 use tool_catalog::{BaseUrl, Catalog};
-use tool_gateway::{BearerToken, Gateway, GatewayConfig, Selection};
+use tool_gateway::{Attempt, BearerToken, Gateway, GatewayConfig, Selection};
 
 const CATALOG: &str = r#"{"tools": [
   {"name": "list_notes", "title": "List", "description": "", "safety": "read",
@@ -157,6 +157,10 @@ async fn write_tools_send_json_bodies_and_the_bearer_token() {
         assert_eq!(r.target, target);
         assert_eq!(r.header("authorization"), Some("Bearer tok-abc123"));
         assert_eq!(r.header("accept"), Some("application/json"));
+        assert!(
+            r.header("idempotency-key")
+                .is_some_and(|k| k.starts_with("mcp-"))
+        );
         match body {
             Some(body) => {
                 assert_eq!(r.header("content-type"), Some("application/json"));
@@ -168,6 +172,33 @@ async fn write_tools_send_json_bodies_and_the_bearer_token() {
             }
         }
     }
+}
+
+/// Each call is its own attempt with its own key; the same attempt again (a client retrying the
+/// same request id) sends the same key, so the API answers it once; reads send none.
+#[tokio::test]
+async fn write_tools_send_one_idempotency_key_per_attempt() {
+    let stub = ok_stub().await;
+    let gw = gateway(&stub.base_url, Some(TOKEN));
+    let note = || args(json!({"title": "T", "body": "B"}));
+    gw.call("create_note", note()).await.unwrap();
+    gw.call("create_note", note()).await.unwrap();
+    let attempt = Attempt {
+        session: "session-1".into(),
+        request_id: "42".into(),
+    };
+    gw.call_as("create_note", note(), &attempt).await.unwrap();
+    gw.call_as("create_note", note(), &attempt).await.unwrap();
+    gw.call("list_notes", JsonObject::new()).await.unwrap();
+    let keys: Vec<Option<String>> = stub
+        .taken()
+        .iter()
+        .map(|r| r.header("idempotency-key").map(str::to_owned))
+        .collect();
+    assert_ne!(keys[0], keys[1], "two calls, two keys");
+    assert_eq!(keys[2], keys[3], "a retried attempt keeps its key");
+    assert_ne!(keys[2], keys[0]);
+    assert_eq!(keys[4], None, "a read sends none");
 }
 
 #[tokio::test]

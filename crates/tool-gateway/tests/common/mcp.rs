@@ -165,13 +165,18 @@ impl StdioGateway {
     pub fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
+        self.request_with_id(json!(id), method, params)
+    }
+
+    /// [`StdioGateway::request`] under a JSON-RPC id of the caller's choosing (a retry).
+    pub fn request_with_id(&mut self, id: Value, method: &str, params: Value) -> Value {
         self.send_line(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
             let mut line = String::new();
             let n = self.stdout.read_line(&mut line).unwrap();
             assert!(n > 0, "the gateway closed stdout");
             let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == json!(id) {
+            if message["id"] == id {
                 return message;
             }
         }
