@@ -10,9 +10,9 @@ use actix_web::http::header::{CONTENT_TYPE, ETAG, HeaderValue, IF_MATCH, IF_NONE
 use actix_web::http::{StatusCode, header::HeaderMap};
 use actix_web::web::Json;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
-use apistos::paths::{Header, Parameter, RequestBody, Response};
+use apistos::OpenApiVersion;
+use apistos::paths::{Header, Response};
 use apistos::reference_or::ReferenceOr;
-use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
 use problem_details::{Problem, Slug, ToProblem};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -233,20 +233,7 @@ impl HeaderDoc for IfMatchDoc {
     }
 }
 
-impl ApiComponent for IfMatch {
-    fn child_schemas(_: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        vec![]
-    }
-    fn schema(_: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        None
-    }
-    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
-        None
-    }
-    fn parameters(v: OpenApiVersion, c: Option<String>) -> Vec<Parameter> {
-        <RawHeader<IfMatchDoc> as ApiComponent>::parameters(v, c)
-    }
-}
+crate::header_component!(IfMatch, IfMatchDoc);
 
 /// The `ETag` response header's documentation.
 pub fn etag_header(v: OpenApiVersion) -> Header {

@@ -290,6 +290,44 @@ impl<H: HeaderDoc> FromRequest for RawHeader<H> {
     }
 }
 
+/// Documents an extractor that reads one header as that header (what `RawHeader<H>` shows):
+/// `header_component!(IfMatch, IfMatchDoc)`.
+#[macro_export]
+macro_rules! header_component {
+    ($extractor:ty, $doc:ty) => {
+        impl apistos::ApiComponent for $extractor {
+            fn child_schemas(
+                _: apistos::OpenApiVersion,
+            ) -> Vec<(
+                String,
+                apistos::reference_or::ReferenceOr<apistos::ApistosSchema>,
+            )> {
+                vec![]
+            }
+            fn schema(
+                _: apistos::OpenApiVersion,
+            ) -> Option<(
+                String,
+                apistos::reference_or::ReferenceOr<apistos::ApistosSchema>,
+            )> {
+                None
+            }
+            fn request_body(
+                _: apistos::OpenApiVersion,
+                _: Option<String>,
+            ) -> Option<apistos::paths::RequestBody> {
+                None
+            }
+            fn parameters(
+                v: apistos::OpenApiVersion,
+                c: Option<String>,
+            ) -> Vec<apistos::paths::Parameter> {
+                <$crate::extract::RawHeader<$doc> as apistos::ApiComponent>::parameters(v, c)
+            }
+        }
+    };
+}
+
 impl<H: HeaderDoc> ApiComponent for RawHeader<H> {
     fn child_schemas(_: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
         vec![]

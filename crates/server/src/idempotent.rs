@@ -12,9 +12,8 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{CONTENT_TYPE, HeaderValue, LOCATION};
 use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, Responder};
 use apistos::actix::CreatedJson;
-use apistos::paths::{Parameter, RequestBody, Responses};
-use apistos::reference_or::ReferenceOr;
-use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
+use apistos::paths::Responses;
+use apistos::{ApiComponent, OpenApiVersion};
 use idempotency::{Answer, Key, Outcome, Scope};
 use problem_details::ToProblem;
 use serde::Serialize;
@@ -23,7 +22,7 @@ use storage::DbConnection;
 
 use crate::db::Db;
 use crate::error::ApiError;
-use crate::extract::{HeaderDoc, RawHeader};
+use crate::extract::HeaderDoc;
 use crate::middleware::token_auth::{Authenticated, Operator};
 use crate::openapi::answers;
 use crate::routes::accounts::IdempotencyKeyDoc;
@@ -151,20 +150,7 @@ impl Retry {
     }
 }
 
-impl ApiComponent for Retry {
-    fn child_schemas(_: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        vec![]
-    }
-    fn schema(_: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        None
-    }
-    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
-        None
-    }
-    fn parameters(v: OpenApiVersion, c: Option<String>) -> Vec<Parameter> {
-        <RawHeader<IdempotencyKeyDoc> as ApiComponent>::parameters(v, c)
-    }
-}
+crate::header_component!(Retry, IdempotencyKeyDoc);
 
 /// 201 with the created resource as JSON; a replayed answer is the first one, byte for byte,
 /// with `Idempotent-Replayed: true`.
