@@ -117,7 +117,7 @@ impl IfMatch {
     }
 
     /// Whether the request sent one at all.
-    pub fn is_set(&self) -> bool {
+    fn is_set(&self) -> bool {
         !matches!(&self.0, Some(tags) if tags.is_empty())
     }
 
@@ -137,6 +137,19 @@ impl IfMatch {
                 _ => Err(Precondition::Failed),
             },
         }
+    }
+
+    /// The whole check of a conditional write, inside its transaction: when If-Match was sent,
+    /// `lock` reads (and locks) the current representation, which must have a listed tag.
+    /// Without If-Match nothing is read.
+    pub fn guard<D: Serialize, E>(
+        &self,
+        lock: impl FnOnce() -> Result<D, E>,
+    ) -> Result<(), Precondition<E>> {
+        if !self.is_set() {
+            return Ok(());
+        }
+        self.check(&lock().map_err(Precondition::Op)?)
     }
 
     /// Passes when nothing was asked, when `*` was (the resource exists: the caller found it),

@@ -140,11 +140,8 @@ pub async fn update(
     let input = CommentInput::from_json(&body)?;
     let comment = db
         .write(move |c| {
-            if if_match.is_set() {
-                let current =
-                    repo::comments::lock(c, note_id, comment_id).map_err(Precondition::Op)?;
-                if_match.check(&CommentDto::from(current))?;
-            }
+            if_match
+                .guard(|| repo::comments::lock(c, note_id, comment_id).map(CommentDto::from))?;
             repo::comments::update(c, note_id, comment_id, &input).map_err(Precondition::Op)
         })
         .await?;
@@ -168,10 +165,7 @@ pub async fn remove(
         comment_id,
     } = path.into_inner();
     db.write(move |c| {
-        if if_match.is_set() {
-            let current = repo::comments::lock(c, note_id, comment_id).map_err(Precondition::Op)?;
-            if_match.check(&CommentDto::from(current))?;
-        }
+        if_match.guard(|| repo::comments::lock(c, note_id, comment_id).map(CommentDto::from))?;
         repo::comments::delete(c, note_id, comment_id).map_err(Precondition::Op)
     })
     .await?;

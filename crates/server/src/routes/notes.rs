@@ -86,10 +86,7 @@ pub(crate) async fn replace_one(
     let input = NoteInput::from_json(body)?;
     Ok(db
         .write(move |c| {
-            if if_match.is_set() {
-                let current = repo::notes::lock(c, id).map_err(Precondition::Op)?;
-                if_match.check(&NoteDto::from(current))?;
-            }
+            if_match.guard(|| repo::notes::lock(c, id).map(NoteDto::from))?;
             repo::notes::update(c, id, &input).map_err(Precondition::Op)
         })
         .await?
@@ -98,10 +95,7 @@ pub(crate) async fn replace_one(
 
 pub(crate) async fn delete_one(db: &Db, id: i64, if_match: IfMatch) -> Result<(), ApiError> {
     db.write(move |c| {
-        if if_match.is_set() {
-            let current = repo::notes::lock(c, id).map_err(Precondition::Op)?;
-            if_match.check(&NoteDto::from(current))?;
-        }
+        if_match.guard(|| repo::notes::lock(c, id).map(NoteDto::from))?;
         repo::notes::delete(c, id).map_err(Precondition::Op)
     })
     .await

@@ -82,10 +82,7 @@ pub(crate) async fn replace_one(
     let input = TagInput::from_json(body)?;
     Ok(db
         .write(move |c| {
-            if if_match.is_set() {
-                let current = repo::tags::lock(c, id).map_err(Precondition::Op)?;
-                if_match.check(&TagDto::from(current))?;
-            }
+            if_match.guard(|| repo::tags::lock(c, id).map(TagDto::from))?;
             repo::tags::update(c, id, &input).map_err(Precondition::Op)
         })
         .await?
@@ -94,10 +91,7 @@ pub(crate) async fn replace_one(
 
 pub(crate) async fn delete_one(db: &Db, id: i64, if_match: IfMatch) -> Result<(), ApiError> {
     db.write(move |c| {
-        if if_match.is_set() {
-            let current = repo::tags::lock(c, id).map_err(Precondition::Op)?;
-            if_match.check(&TagDto::from(current))?;
-        }
+        if_match.guard(|| repo::tags::lock(c, id).map(TagDto::from))?;
         repo::tags::delete(c, id).map_err(Precondition::Op)
     })
     .await
