@@ -15,7 +15,8 @@ server's peak memory.
                        connection closed (or closed without an answer) within 15 s
   slow-connections     REQUEST_TIMEOUT=3, MAX_CONNECTIONS_PER_CLIENT=64: 300 such slow bodies
                        from 127.0.0.1; /health from 127.0.0.2 answers 200 throughout, the
-                       server's open descriptors stay <= 64 + 100, every slow connection ends
+                       server's open descriptors stay <= 64 + 100 (but for a burst of < 0.3 s
+                       while the sockets over the cap are shut), every slow connection ends
                        (408 / 429 too-many-requests / closed) within 15 s
   deposit-extras       a deposit whose payload carries a 2 KiB extra member is 201; one with a
                        ~1 MB extra member (the body still under MAX_BODY_BYTES) is a 4xx problem
@@ -91,6 +92,11 @@ HANG_S = 15.0  # slow bodies: ended within this, whatever REQUEST_TIMEOUT says
 REQUEST_TIMEOUT_S = 3
 MAX_CONNECTIONS_PER_CLIENT = 64
 FD_SLACK = 100
+# Descriptors over the bound for at most this long are a burst being shut, not held: the server
+# accepts a socket before it can know the socket's client is over its cap, and closes it on the
+# worker's next turn, which a loaded 2-core machine may delay by a sample or two (CI once saw
+# 188 for 0.1 s). A cap that stopped working holds them for REQUEST_TIMEOUT, 3 s.
+FD_BURST_S = 0.3
 SLOW_CONNECTIONS = 300
 MAX_BODY_BYTES = 1_048_576  # the server's default
 POLL_S = 0.05
@@ -822,8 +828,10 @@ def sc_slow_connections(ctx):
     open_left = outcomes.get("still open", 0) + sum(n for o, n in outcomes.items() if o.endswith("left open"))
     ctx.check(not open_left, f"{open_left} of {SLOW_CONNECTIONS} slow connections were still open after "
               f"{HANG_S:.0f}s (REQUEST_TIMEOUT={REQUEST_TIMEOUT_S}): {dict(outcomes)}")
-    ctx.check(ctx.max_fds() <= bound, f"the server held up to {ctx.max_fds()} descriptors, more than "
-              f"MAX_CONNECTIONS_PER_CLIENT + {FD_SLACK} = {bound} for {watch.fds_over(bound, t0):.1f}s")
+    over_s = watch.fds_over(bound, t0)
+    ctx.check(over_s <= FD_BURST_S, f"the server held up to {ctx.max_fds()} descriptors, more than "
+              f"MAX_CONNECTIONS_PER_CLIENT + {FD_SLACK} = {bound} for {over_s:.2f}s (a burst may last "
+              f"{FD_BURST_S}s)")
     allowed = ("408 request-timeout", "429 too-many-requests", "closed without answer", "still open", "connect ")
     other = {o: n for o, n in outcomes.items() if not o.startswith(allowed)}
     ctx.check(not other, f"slow connections answered other than 408/429 problems or a close: {other}")
