@@ -22,7 +22,7 @@ api_tests!(
     closed_account_refuses_every_append,
     expected_sequence_guards_against_stale_writes,
     idempotency_key_replays_the_first_answer,
-    idempotency_key_with_another_body_is_409,
+    idempotency_key_with_another_body_is_422,
     idempotent_retry_after_the_state_moved_on,
     invalid_idempotency_keys_are_422,
     event_list_orders_pages_and_counts,
@@ -616,7 +616,7 @@ async fn idempotency_key_replays_the_first_answer(app: TestApp) {
     assert_eq!(list["total"], 1);
 }
 
-async fn idempotency_key_with_another_body_is_409(app: TestApp) {
+async fn idempotency_key_with_another_body_is_422(app: TestApp) {
     let open = json!({"account_id": "k1", "owner": "K"});
     json(
         post_with_key(&app, "/accounts", "same", &open).await,
@@ -625,7 +625,12 @@ async fn idempotency_key_with_another_body_is_409(app: TestApp) {
     .await;
     let other = json!({"account_id": "k2", "owner": "K"});
     let res = post_with_key(&app, "/accounts", "same", &other).await;
-    let p = problem(res, StatusCode::CONFLICT, "conflict").await;
+    let p = problem(
+        res,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "idempotency-key-reused",
+    )
+    .await;
     assert!(p["detail"].as_str().unwrap().contains("Idempotency-Key"));
     problem(
         app.get("/accounts/k2").await,
@@ -636,7 +641,12 @@ async fn idempotency_key_with_another_body_is_409(app: TestApp) {
     // The same key on another route is another request too.
     let dep = json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 1}});
     let res = post_with_key(&app, "/accounts/k1/events", "same", &dep).await;
-    problem(res, StatusCode::CONFLICT, "conflict").await;
+    problem(
+        res,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "idempotency-key-reused",
+    )
+    .await;
     let d = json(
         post_with_key(&app, "/accounts/k1/events", "dep", &dep).await,
         StatusCode::CREATED,
@@ -645,7 +655,12 @@ async fn idempotency_key_with_another_body_is_409(app: TestApp) {
     assert_eq!(d["sequence"], 2);
     let bigger = json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 2}});
     let res = post_with_key(&app, "/accounts/k1/events", "dep", &bigger).await;
-    problem(res, StatusCode::CONFLICT, "conflict").await;
+    problem(
+        res,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "idempotency-key-reused",
+    )
+    .await;
     assert_eq!(app.account("k1").await["balance_cents"], 1);
     assert_eq!(app.events("k1").await["total"], 2);
 }

@@ -46,7 +46,7 @@ async fn count(app: &TestApp, list: &str) -> i64 {
 async fn every_create_answers_a_retry_with_its_first_answer(app: TestApp) {
     let note = app.create_note("parent", "of comments").await;
     let comments = format!("/notes/{}/comments", note["id"]);
-    let routes: [(&str, &str, Value); 8] = [
+    let routes: [(&str, &str, Value); 10] = [
         ("/notes", "/notes", json!({"title": "t", "body": "b"})),
         (
             "/examples/notes",
@@ -72,6 +72,16 @@ async fn every_create_answers_a_retry_with_its_first_answer(app: TestApp) {
             json!({"title": "a", "author": "Ann", "category": "c"}),
         ),
         ("/users", "/users", json!({"name": "retried user"})),
+        (
+            "/accounts",
+            "/accounts",
+            json!({"account_id": "retried", "owner": "Ann"}),
+        ),
+        (
+            "/accounts/retried/events",
+            "/accounts/retried/events",
+            json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 5}}),
+        ),
     ];
     for (i, (path, list, body)) in routes.iter().enumerate() {
         let key = format!("create-{i}");
@@ -201,6 +211,31 @@ async fn keys_belong_to_the_caller(app: TestApp) {
         .unwrap();
     assert_eq!(res.headers()[REPLAYED], "true");
     assert_eq!(json(res, StatusCode::CREATED).await["id"], ids[1]);
+
+    // The ledger's keys too.
+    json(
+        app.post_json("/accounts", &json!({"account_id": "shared", "owner": "S"}))
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let deposit = json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 3}});
+    for (user, sequence, replayed) in [("1", 2, false), ("2", 3, false), ("1", 2, true)] {
+        let res = app
+            .request(Method::POST, "/accounts/shared/events")
+            .header("Idempotency-Key", "ledger")
+            .header("X-User-Id", user)
+            .json(&deposit)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.headers().get(REPLAYED).is_some(), replayed, "{user}");
+        assert_eq!(
+            json(res, StatusCode::CREATED).await["sequence"],
+            sequence,
+            "{user}"
+        );
+    }
 }
 
 async fn concurrent_requests_with_one_key_write_once(app: TestApp) {

@@ -253,11 +253,6 @@ table!(AccountEvents = ledger::schema::account_events, key id: BigInt, serial So
     id: i64, aggregate_id: String, aggregate_type: String, event_type: String,
     payload: String, sequence: i64, occurred_at: String,
 });
-table!(AccountIdempotencyKeys = ledger::schema::account_idempotency_keys,
-    key idempotency_key: Text, serial None, {
-    idempotency_key: String, fingerprint: String, aggregate_id: String, sequence: i64,
-    created_at: String,
-});
 table!(IdempotencyKeys = idempotency::schema::idempotency_keys, key id: BigInt,
     serial Some("id"), {
     id: i64, caller: String, idempotency_key: String, fingerprint: String, status: i64,
@@ -271,7 +266,7 @@ table!(WebhookEvents = webhooks::schema::webhook_events, key id: BigInt, serial 
 /// Every table of the service, parents before children (comments after notes, tokens after
 /// users, account events after accounts). `__diesel_schema_migrations` is not here: the target
 /// gets its own from running the migrations.
-pub(crate) static TABLES: [&dyn Table; 13] = [
+pub(crate) static TABLES: [&dyn Table; 12] = [
     &Notes,
     &Tags,
     &Comments,
@@ -282,7 +277,6 @@ pub(crate) static TABLES: [&dyn Table; 13] = [
     &Tokens,
     &Accounts,
     &AccountEvents,
-    &AccountIdempotencyKeys,
     &IdempotencyKeys,
     &WebhookEvents,
 ];

@@ -95,6 +95,31 @@ impl ToProblem for InvalidKey {
     }
 }
 
+/// A key as one caller sent it, with the cut-off (RFC 3339) before which its record has
+/// expired: what a write that records its keys itself carries (the ledger's batches, which
+/// answer many callers in one transaction; see [`repo::find_many`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallerKey {
+    pub caller: String,
+    pub key: Key,
+    pub not_before: String,
+}
+
+impl CallerKey {
+    /// `caller`'s `key`, whose records count for `ttl` from now.
+    pub fn new(caller: impl Into<String>, key: Key, ttl: Duration) -> Self {
+        CallerKey {
+            caller: caller.into(),
+            key,
+            not_before: storage::timestamp::rfc3339_ago(ttl),
+        }
+    }
+}
+
+/// The caller of records kept from before keys belonged to callers (the ledger's, moved by
+/// migration 12): [`repo::find_many`] finds them for any caller until they expire.
+pub const ANYONE: &str = "*";
+
 /// Who holds a key and when it is: the caller, and the cut-off before which records count as
 /// expired.
 #[derive(Debug, Clone)]

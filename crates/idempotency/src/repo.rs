@@ -4,7 +4,7 @@ use diesel::prelude::*;
 use storage::DbConnection;
 
 use crate::schema::idempotency_keys;
-use crate::{Answer, Key};
+use crate::{ANYONE, Answer, CallerKey, Key};
 
 /// A key's record: the fingerprint of the request it came with and the answer it got.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,6 +14,33 @@ pub struct Stored {
 }
 
 type Row = (String, i64, Option<String>, String, String);
+
+impl Stored {
+    fn from_row((fingerprint, status, location, body, _): Row) -> Self {
+        Stored {
+            fingerprint,
+            answer: Answer {
+                status: u16::try_from(status).unwrap_or(500),
+                location,
+                body,
+            },
+        }
+    }
+}
+
+const ROW: (
+    idempotency_keys::fingerprint,
+    idempotency_keys::status,
+    idempotency_keys::location,
+    idempotency_keys::body,
+    idempotency_keys::created_at,
+) = (
+    idempotency_keys::fingerprint,
+    idempotency_keys::status,
+    idempotency_keys::location,
+    idempotency_keys::body,
+    idempotency_keys::created_at,
+);
 
 /// The record of `caller`'s `key`, unless it was made before `not_before` (RFC 3339 text);
 /// such an expired record is deleted, so the key can be used afresh.
@@ -26,31 +53,58 @@ pub fn find(
     let of_key = idempotency_keys::table
         .filter(idempotency_keys::caller.eq(caller))
         .filter(idempotency_keys::idempotency_key.eq(key));
-    let row: Option<Row> = of_key
-        .select((
-            idempotency_keys::fingerprint,
-            idempotency_keys::status,
-            idempotency_keys::location,
-            idempotency_keys::body,
-            idempotency_keys::created_at,
-        ))
-        .first(conn)
-        .optional()?;
+    let row: Option<Row> = of_key.select(ROW).first(conn).optional()?;
     match row {
         Some((_, _, _, _, created_at)) if created_at.as_str() < not_before => {
             diesel::delete(of_key).execute(conn)?;
             Ok(None)
         }
-        Some((fingerprint, status, location, body, _)) => Ok(Some(Stored {
-            fingerprint,
-            answer: Answer {
-                status: u16::try_from(status).unwrap_or(500),
-                location,
-                body,
-            },
-        })),
+        Some(row) => Ok(Some(Stored::from_row(row))),
         None => Ok(None),
     }
+}
+
+/// [`find`] for many keys in one query: the record of each of `keys`, in order. A record of
+/// [`ANYONE`] counts for every caller (one of the caller's own wins); expired records are
+/// deleted, as [`find`] does.
+pub fn find_many(conn: &mut DbConnection, keys: &[&CallerKey]) -> QueryResult<Vec<Option<Stored>>> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let raw: Vec<&str> = keys.iter().map(|k| k.key.key()).collect();
+    let mut callers: Vec<&str> = keys.iter().map(|k| k.caller.as_str()).collect();
+    callers.push(ANYONE);
+    let rows: Vec<(i64, String, String, Row)> = idempotency_keys::table
+        .filter(idempotency_keys::idempotency_key.eq_any(&raw))
+        .filter(idempotency_keys::caller.eq_any(&callers))
+        .select((
+            idempotency_keys::id,
+            idempotency_keys::caller,
+            idempotency_keys::idempotency_key,
+            ROW,
+        ))
+        .load(conn)?;
+    let mut expired = Vec::new();
+    let found = keys
+        .iter()
+        .map(|want| {
+            let of = |caller: &str| {
+                rows.iter()
+                    .find(|(_, c, k, _)| c == caller && k == want.key.key())
+            };
+            let (id, _, _, row) = of(&want.caller).or_else(|| of(ANYONE))?;
+            if row.4 < want.not_before {
+                expired.push(*id);
+                return None;
+            }
+            Some(Stored::from_row(row.clone()))
+        })
+        .collect();
+    if !expired.is_empty() {
+        diesel::delete(idempotency_keys::table.filter(idempotency_keys::id.eq_any(&expired)))
+            .execute(conn)?;
+    }
+    Ok(found)
 }
 
 /// Records `caller`'s `key` with its answer. A unique violation means another request with
@@ -62,17 +116,34 @@ pub fn record(
     answer: &Answer,
     created_at: &str,
 ) -> QueryResult<()> {
-    let values = (
-        idempotency_keys::caller.eq(caller),
-        idempotency_keys::idempotency_key.eq(key.key()),
-        idempotency_keys::fingerprint.eq(key.fingerprint()),
-        idempotency_keys::status.eq(i64::from(answer.status)),
-        idempotency_keys::location.eq(answer.location.as_deref()),
-        idempotency_keys::body.eq(&answer.body),
-        idempotency_keys::created_at.eq(created_at),
-    );
+    record_many(conn, &[(caller, key, answer)], created_at)
+}
+
+/// [`record`] for many keys in one statement: each `(caller, key, answer)`.
+pub fn record_many(
+    conn: &mut DbConnection,
+    keys: &[(&str, &Key, &Answer)],
+    created_at: &str,
+) -> QueryResult<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let values: Vec<_> = keys
+        .iter()
+        .map(|(caller, key, answer)| {
+            (
+                idempotency_keys::caller.eq(*caller),
+                idempotency_keys::idempotency_key.eq(key.key()),
+                idempotency_keys::fingerprint.eq(key.fingerprint()),
+                idempotency_keys::status.eq(i64::from(answer.status)),
+                idempotency_keys::location.eq(answer.location.as_deref()),
+                idempotency_keys::body.eq(&answer.body),
+                idempotency_keys::created_at.eq(created_at),
+            )
+        })
+        .collect();
     storage::with_backend!(conn, |c| diesel::insert_into(idempotency_keys::table)
-        .values(values)
+        .values(&values)
         .execute(c))
     .map(|_| ())
 }

@@ -69,8 +69,9 @@ impl ToProblem for Error {
             )
             .with_extension("last_sequence", *actual),
             Error::IdempotencyKeyReused => Problem::new(
-                Slug::Conflict,
-                "This Idempotency-Key was already used with a different request.",
+                Slug::IdempotencyKeyReused,
+                "This Idempotency-Key was already used with a different request; nothing was \
+                 written.",
             ),
             Error::Busy { .. } => Problem::new(
                 Slug::ServiceUnavailable,

@@ -21,14 +21,4 @@ diesel::table! {
     }
 }
 
-diesel::table! {
-    account_idempotency_keys (idempotency_key) {
-        idempotency_key -> Text,
-        fingerprint -> Text,
-        aggregate_id -> Text,
-        sequence -> BigInt,
-        created_at -> Text,
-    }
-}
-
-diesel::allow_tables_to_appear_in_same_query!(accounts, account_events, account_idempotency_keys);
+diesel::allow_tables_to_appear_in_same_query!(accounts, account_events);

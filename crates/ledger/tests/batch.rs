@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use ledger::service::{self, Append};
-use ledger::{AppendEvent, Appender, Change, Error, IdempotencyKey, OpenAccount, check};
+use ledger::{AppendEvent, Appender, CallerKey, Change, Error, IdempotencyKey, OpenAccount, check};
 use serde_json::{Map, Value, json};
 use storage::Database;
 use storage::testing::on_each_backend;
@@ -23,7 +23,13 @@ fn job(account: &str, change: Change, expected: Option<i64>) -> Append {
     }
 }
 
+const DAY: std::time::Duration = std::time::Duration::from_secs(86_400);
+
 fn keyed(account: &str, amount: i64, key: &str) -> Append {
+    keyed_by("ann", account, amount, key)
+}
+
+fn keyed_by(caller: &str, account: &str, amount: i64, key: &str) -> Append {
     let body: Map<String, Value> =
         json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": amount}})
             .as_object()
@@ -32,7 +38,11 @@ fn keyed(account: &str, amount: i64, key: &str) -> Append {
     Append {
         account_id: account.into(),
         command: AppendEvent::from_json(&body).unwrap(),
-        key: Some(IdempotencyKey::new(key, &format!("append_event:{account}"), &body).unwrap()),
+        key: Some(CallerKey::new(
+            caller,
+            IdempotencyKey::new(key, &format!("append_event:{account}"), &body).unwrap(),
+            DAY,
+        )),
     }
 }
 
@@ -121,6 +131,27 @@ fn idempotency_keys_replay_inside_a_batch_and_across_batches() {
         assert_eq!(later[1].as_ref().unwrap().event, first.event);
         let a = service::get_account(c, "a").unwrap().state;
         assert_eq!((a.balance_cents, a.last_sequence), (10, 3));
+
+        // Keys belong to their caller: bob's k1 is a key of his own, inside a batch too.
+        let bob = service::append_batch(
+            c,
+            &[keyed_by("bob", "a", 6, "k1"), keyed_by("bob", "a", 6, "k1")],
+        );
+        let bobs = bob[0].as_ref().unwrap();
+        assert!(!bobs.replayed);
+        assert_eq!(bobs.event.sequence, 4);
+        assert_eq!(bob[1].as_ref().unwrap().event, bobs.event);
+
+        // An expired record counts as unused: the key makes a new event.
+        let mut stale = keyed("a", 5, "k1");
+        if let Some(key) = &mut stale.key {
+            key.not_before = "9999-01-01T00:00:00Z".into();
+        }
+        let fresh = service::append_batch(c, &[stale]);
+        assert!(!fresh[0].as_ref().unwrap().replayed);
+        assert_eq!(fresh[0].as_ref().unwrap().event.sequence, 5);
+        let a = service::get_account(c, "a").unwrap().state;
+        assert_eq!((a.balance_cents, a.last_sequence), (21, 5));
         assert_consistent(c);
     });
 }

@@ -14,7 +14,7 @@ use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, Responder};
 use apistos::actix::CreatedJson;
 use apistos::paths::Responses;
 use apistos::{ApiComponent, OpenApiVersion};
-use idempotency::{Answer, Key, Outcome, Scope};
+use idempotency::{Answer, CallerKey, Key, Outcome, Scope};
 use problem_details::ToProblem;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -25,7 +25,26 @@ use crate::error::ApiError;
 use crate::extract::HeaderDoc;
 use crate::middleware::token_auth::{Authenticated, Operator};
 use crate::openapi::answers;
-use crate::routes::accounts::IdempotencyKeyDoc;
+
+/// The optional `Idempotency-Key` header of every create.
+pub struct IdempotencyKeyDoc;
+
+impl HeaderDoc for IdempotencyKeyDoc {
+    const NAME: &'static str = "Idempotency-Key";
+    const REQUIRED: bool = false;
+    const DESCRIPTION: &'static str = "Optional, on every create. A retry with the same key and \
+        body returns the first response (with `Idempotent-Replayed: true`) and writes nothing; the \
+        same key with another request is 422 `idempotency-key-reused`. Keys belong to the caller \
+        and are kept for IDEMPOTENCY_TTL_SECS (24 hours by default).";
+    fn schema() -> Value {
+        serde_json::json!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255,
+            "pattern": "^[!-~]{1,255}$"
+        })
+    }
+}
 
 /// Sent with an answer that repeats the first one to the same key.
 pub const REPLAYED: &str = "Idempotent-Replayed";
@@ -80,6 +99,20 @@ fn caller(req: &HttpRequest) -> String {
 }
 
 impl Retry {
+    /// The key bound to this operation (`scope`) and body, held by this caller, for a write that
+    /// records its key itself (the ledger's); invalid keys are 422.
+    pub fn caller_key(
+        &self,
+        scope: &str,
+        body: &Map<String, Value>,
+    ) -> Result<Option<CallerKey>, ApiError> {
+        let Some(raw) = &self.key else {
+            return Ok(None);
+        };
+        let key = Key::new(raw, scope, body)?;
+        Ok(Some(CallerKey::new(self.caller.clone(), key, self.ttl)))
+    }
+
     /// Runs `create` in a write and answers 201 with what it made; with a key, only once per
     /// key and request (`scope` names the route, `body` is the request's JSON object).
     pub async fn create<T, E, F>(

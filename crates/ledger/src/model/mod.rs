@@ -4,8 +4,9 @@
 mod commands;
 
 pub use commands::{AppendEvent, OpenAccount};
-/// The ledger's keys are the shared `Idempotency-Key` type (crates/idempotency).
-pub use idempotency::Key as IdempotencyKey;
+/// The ledger's keys are the shared `Idempotency-Key` type (crates/idempotency), held by the
+/// caller that sent them.
+pub use idempotency::{CallerKey, Key as IdempotencyKey};
 
 use serde_json::{Map, Value};
 

@@ -1,81 +1,93 @@
-//! Idempotency keys and the events they produced.
+//! Idempotency keys and the events they produced, in the shared `idempotency_keys` table
+//! (crates/idempotency): one mechanism for every create. A ledger record answers by reference
+//! — the account and sequence of the event the key made, which never changes — so a replay
+//! serves the event as stored and a batch records its keys without rendering answers.
 
-use crate::Error;
-use crate::schema::account_idempotency_keys;
-use diesel::prelude::*;
-use std::collections::HashMap;
+use idempotency::{Answer, CallerKey};
+use serde_json::json;
 use storage::DbConnection;
 
-/// What an idempotency key was recorded with: the request's fingerprint and the event it
-/// produced.
-#[derive(Debug, Clone, PartialEq, Eq, Queryable)]
-pub struct KeyRecord {
-    pub fingerprint: String,
-    pub aggregate_id: String,
-    pub sequence: i64,
+use crate::Error;
+
+/// What an idempotency key was recorded with, measured against the request at hand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyRecord {
+    /// This very request made the event at `sequence` of `aggregate_id`.
+    Made { aggregate_id: String, sequence: i64 },
+    /// The key came with another request (another body, or another route's create).
+    Other,
 }
 
-/// The records of those of `keys` that were used before.
+/// The records of `keys`, in order (`None` for a key not used before, or expired).
 pub fn find_keys(
     conn: &mut DbConnection,
-    keys: &[&str],
-) -> Result<HashMap<String, KeyRecord>, Error> {
-    if keys.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let rows: Vec<(String, KeyRecord)> = account_idempotency_keys::table
-        .filter(account_idempotency_keys::idempotency_key.eq_any(keys))
-        .select((
-            account_idempotency_keys::idempotency_key,
-            (
-                account_idempotency_keys::fingerprint,
-                account_idempotency_keys::aggregate_id,
-                account_idempotency_keys::sequence,
-            ),
-        ))
-        .load(conn)?;
-    Ok(rows.into_iter().collect())
+    keys: &[&CallerKey],
+) -> Result<Vec<Option<KeyRecord>>, Error> {
+    idempotency::repo::find_many(conn, keys)?
+        .into_iter()
+        .zip(keys)
+        .map(|(stored, want)| stored.map(|s| record_of(s, want)).transpose())
+        .collect()
 }
 
-pub fn find_key(conn: &mut DbConnection, key: &str) -> Result<Option<KeyRecord>, Error> {
-    Ok(find_keys(conn, &[key])?.remove(key))
+pub fn find_key(conn: &mut DbConnection, key: &CallerKey) -> Result<Option<KeyRecord>, Error> {
+    Ok(find_keys(conn, &[key])?.pop().flatten())
+}
+
+fn record_of(stored: idempotency::repo::Stored, want: &CallerKey) -> Result<KeyRecord, Error> {
+    if stored.fingerprint != want.key.fingerprint() {
+        return Ok(KeyRecord::Other);
+    }
+    // Same fingerprint, so the same ledger route: the record is a reference.
+    let reference: serde_json::Value = serde_json::from_str(&stored.answer.body)
+        .map_err(|e| corrupt(format!("an idempotency record is not JSON: {e}")))?;
+    match (
+        reference["aggregate_id"].as_str(),
+        reference["sequence"].as_i64(),
+    ) {
+        (Some(aggregate_id), Some(sequence)) => Ok(KeyRecord::Made {
+            aggregate_id: aggregate_id.to_owned(),
+            sequence,
+        }),
+        _ => Err(corrupt(format!(
+            "an idempotency record names no event: {}",
+            stored.answer.body
+        ))),
+    }
+}
+
+fn corrupt(reason: String) -> Error {
+    Error::Corrupt {
+        aggregate_id: String::new(),
+        sequence: 0,
+        reason,
+    }
 }
 
 /// A key to record with the event it produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NewKey<'a> {
-    pub key: &'a str,
-    pub fingerprint: &'a str,
+    pub key: &'a CallerKey,
     pub aggregate_id: &'a str,
     pub sequence: i64,
 }
 
 /// Records idempotency keys with the events they produced. A unique violation means another
 /// request with one of these keys committed first; the caller retries and then finds it.
-pub fn insert_keys(
-    conn: &mut DbConnection,
-    keys: &[NewKey<'_>],
-    created_at: &str,
-) -> Result<(), diesel::result::Error> {
-    if keys.is_empty() {
-        return Ok(());
-    }
-    let values: Vec<_> = keys
+pub fn insert_keys(conn: &mut DbConnection, keys: &[NewKey<'_>]) -> diesel::QueryResult<()> {
+    let answers: Vec<Answer> = keys
         .iter()
-        .map(|k| {
-            (
-                account_idempotency_keys::idempotency_key.eq(k.key),
-                account_idempotency_keys::fingerprint.eq(k.fingerprint),
-                account_idempotency_keys::aggregate_id.eq(k.aggregate_id),
-                account_idempotency_keys::sequence.eq(k.sequence),
-                account_idempotency_keys::created_at.eq(created_at),
-            )
+        .map(|k| Answer {
+            status: 201,
+            // Sequence 1 is the account's opening, answered with its Location.
+            location: (k.sequence == 1).then(|| format!("/accounts/{}", k.aggregate_id)),
+            body: json!({"aggregate_id": k.aggregate_id, "sequence": k.sequence}).to_string(),
         })
         .collect();
-    storage::with_backend!(conn, |c| diesel::insert_into(
-        account_idempotency_keys::table
-    )
-    .values(&values)
-    .execute(c))
-    .map(|_| ())
+    let rows: Vec<_> = keys
+        .iter()
+        .zip(&answers)
+        .map(|(k, answer)| (k.key.caller.as_str(), &k.key.key, answer))
+        .collect();
+    idempotency::repo::record_many(conn, &rows, &storage::timestamp::now_rfc3339())
 }

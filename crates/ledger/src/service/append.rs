@@ -1,15 +1,12 @@
 //! Appending events: one command, or a batch in one transaction (the group commit's unit).
 
 use std::borrow::Borrow;
-use std::collections::HashMap;
 
 use diesel::Connection;
 use storage::DbConnection;
 
 use crate::fold::{apply, decide};
-use crate::{
-    AccountState, AppendEvent, Error, Event, Fact, IdempotencyKey, is_valid_account_id, repo,
-};
+use crate::{AccountState, AppendEvent, CallerKey, Error, Event, Fact, is_valid_account_id, repo};
 
 use super::Recorded;
 use super::retry::{TxError, finish, key_error, stored_replay, with_retries};
@@ -40,13 +37,13 @@ impl Appender {
     }
 }
 
-/// One command of a batch: append `command` to `account_id`, optionally under an idempotency
-/// key.
+/// One command of a batch: append `command` to `account_id`, optionally under a caller's
+/// idempotency key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Append {
     pub account_id: String,
     pub command: AppendEvent,
-    pub key: Option<IdempotencyKey>,
+    pub key: Option<CallerKey>,
 }
 
 /// Appends one event to an account: [`append_batch`] with a batch of one.
@@ -54,7 +51,7 @@ pub fn append(
     conn: &mut DbConnection,
     account_id: &str,
     command: &AppendEvent,
-    key: Option<&IdempotencyKey>,
+    key: Option<&CallerKey>,
 ) -> Result<Recorded, Error> {
     let job = Append {
         account_id: account_id.to_owned(),
@@ -118,17 +115,15 @@ fn attempt_batch<A: Borrow<Append>>(
     ids.sort_unstable();
     ids.dedup();
     let mut states = repo::lock_accounts(c, &ids)?;
-    let keys: Vec<&str> = jobs
-        .iter()
-        .filter_map(|j| j.key.as_ref().map(|k| k.key()))
-        .collect();
-    let stored_keys = repo::find_keys(c, &keys)?;
+    let keys: Vec<&CallerKey> = jobs.iter().filter_map(|j| j.key.as_ref()).collect();
+    let mut stored_keys = repo::find_keys(c, &keys)?.into_iter();
     let now = storage::timestamp::now_sql();
 
     let mut new_events: Vec<repo::NewEvent> = Vec::with_capacity(jobs.len());
     let mut new_keys: Vec<repo::NewKey> = Vec::new();
     let mut plans: Vec<Plan> = Vec::with_capacity(jobs.len());
     for job in &jobs {
+        let stored_key = job.key.as_ref().and_then(|_| stored_keys.next().flatten());
         let plan = match states.get_mut(&job.account_id) {
             None => Plan::Refused(Error::AccountNotFound {
                 id: job.account_id.clone(),
@@ -137,7 +132,7 @@ fn attempt_batch<A: Borrow<Append>>(
                 c,
                 job,
                 state,
-                &stored_keys,
+                stored_key.as_ref(),
                 &mut new_keys,
                 &mut new_events,
                 &now,
@@ -156,7 +151,7 @@ fn attempt_batch<A: Borrow<Append>>(
     written.dedup();
     let folded: Vec<(&str, &AccountState)> = written.iter().map(|id| (*id, &states[*id])).collect();
     repo::save_projections(c, &folded)?;
-    repo::insert_keys(c, &new_keys, &now).map_err(key_error)?;
+    repo::insert_keys(c, &new_keys).map_err(key_error)?;
 
     Ok(plans
         .into_iter()
@@ -184,14 +179,16 @@ fn plan_one<'a>(
     c: &mut DbConnection,
     job: &'a Append,
     state: &mut AccountState,
-    stored_keys: &HashMap<String, repo::KeyRecord>,
+    stored_key: Option<&repo::KeyRecord>,
     new_keys: &mut Vec<repo::NewKey<'a>>,
     new_events: &mut Vec<repo::NewEvent<'a>>,
     now: &str,
 ) -> Result<Plan, TxError> {
     if let Some(key) = &job.key {
-        if let Some(earlier) = new_keys.iter().find(|k| k.key == key.key()) {
-            if earlier.fingerprint != key.fingerprint() {
+        let same =
+            |k: &&repo::NewKey| k.key.caller == key.caller && k.key.key.key() == key.key.key();
+        if let Some(earlier) = new_keys.iter().find(same) {
+            if earlier.key.key.fingerprint() != key.key.fingerprint() {
                 return Ok(Plan::Refused(Error::IdempotencyKeyReused));
             }
             let n = new_events
@@ -202,8 +199,8 @@ fn plan_one<'a>(
                 .unwrap_or_else(|| unreachable!("a batch key names one of the batch's events"));
             return Ok(Plan::ReplayNew(n));
         }
-        if let Some(record) = stored_keys.get(key.key()) {
-            return match stored_replay(c, key, record) {
+        if let Some(record) = stored_key {
+            return match stored_replay(c, record) {
                 Ok(event) => Ok(Plan::ReplayStored(Box::new(event))),
                 Err(Error::IdempotencyKeyReused) => Ok(Plan::Refused(Error::IdempotencyKeyReused)),
                 Err(e) => Err(e.into()),
@@ -235,13 +232,12 @@ fn plan_one<'a>(
 }
 
 pub(super) fn new_key<'a>(
-    key: &'a IdempotencyKey,
+    key: &'a CallerKey,
     aggregate_id: &'a str,
     sequence: i64,
 ) -> repo::NewKey<'a> {
     repo::NewKey {
-        key: key.key(),
-        fingerprint: key.fingerprint(),
+        key,
         aggregate_id,
         sequence,
     }

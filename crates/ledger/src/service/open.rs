@@ -4,7 +4,7 @@ use diesel::Connection;
 use storage::DbConnection;
 
 use crate::fold::apply;
-use crate::{AccountState, Change, Error, EventType, Fact, IdempotencyKey, OpenAccount, repo};
+use crate::{AccountState, CallerKey, Change, Error, EventType, Fact, OpenAccount, repo};
 
 use super::Recorded;
 use super::append::new_key;
@@ -15,7 +15,7 @@ use super::retry::{TxError, earlier, finish, key_error, with_retries};
 pub fn open_account(
     conn: &mut DbConnection,
     input: &OpenAccount,
-    key: Option<&IdempotencyKey>,
+    key: Option<&CallerKey>,
 ) -> Result<Recorded, Error> {
     let id = input.account_id.as_str();
     let outcome = with_retries(|| {
@@ -52,7 +52,7 @@ pub fn open_account(
                 &now,
             )?;
             if let Some(key) = key {
-                repo::insert_keys(c, &[new_key(key, id, 1)], &now).map_err(key_error)?;
+                repo::insert_keys(c, &[new_key(key, id, 1)]).map_err(key_error)?;
             }
             Ok(Recorded {
                 event,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use storage::DbConnection;
 
-use crate::{Error, Event, IdempotencyKey, repo};
+use crate::{CallerKey, Error, Event, repo};
 
 use super::Recorded;
 
@@ -91,31 +91,26 @@ pub(super) fn key_error(e: diesel::result::Error) -> TxError {
 
 /// The event an idempotency key produced, when the key was used with this same request;
 /// `IdempotencyKeyReused` when it was used with another one.
-pub(super) fn earlier(
-    conn: &mut DbConnection,
-    key: &IdempotencyKey,
-) -> Result<Option<Event>, Error> {
-    match repo::find_key(conn, key.key())? {
-        Some(record) => stored_replay(conn, key, &record).map(Some),
+pub(super) fn earlier(conn: &mut DbConnection, key: &CallerKey) -> Result<Option<Event>, Error> {
+    match repo::find_key(conn, key)? {
+        Some(record) => stored_replay(conn, &record).map(Some),
         None => Ok(None),
     }
 }
 
-/// The event `record` names, when `key` was recorded with this same request;
+/// The event `record` names, when the key was recorded with this same request;
 /// `IdempotencyKeyReused` when it was recorded with another one.
 pub(super) fn stored_replay(
     conn: &mut DbConnection,
-    key: &IdempotencyKey,
     record: &repo::KeyRecord,
 ) -> Result<Event, Error> {
-    if record.fingerprint != key.fingerprint() {
-        return Err(Error::IdempotencyKeyReused);
-    }
-    let repo::KeyRecord {
+    let repo::KeyRecord::Made {
         aggregate_id,
         sequence,
-        ..
-    } = record;
+    } = record
+    else {
+        return Err(Error::IdempotencyKeyReused);
+    };
     repo::get_event(conn, aggregate_id, *sequence)?.ok_or_else(|| Error::Corrupt {
         aggregate_id: aggregate_id.clone(),
         sequence: *sequence,

@@ -9,9 +9,7 @@ use apistos::reference_or::ReferenceOr;
 use apistos::web::{ServiceConfig, get, post, resource};
 use apistos::{ApiComponent, ApistosSchema, OpenApiVersion, api_operation};
 use ledger::service::{self, EventsPage};
-use ledger::{
-    Account, Append, AppendEvent, Appender, Event, IdempotencyKey, OpenAccount, Recorded,
-};
+use ledger::{Account, Append, AppendEvent, Appender, Event, OpenAccount, Recorded};
 use pagination::Page;
 use problem_details::Problem;
 use schemars::JsonSchema;
@@ -24,7 +22,8 @@ use super::dto::{PageQuery, TEXT_PATTERN};
 use crate::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged};
 use crate::db::Db;
 use crate::error::ApiError;
-use crate::extract::{HeaderDoc, JsonObject, RawHeader, RawQuery};
+use crate::extract::{JsonObject, RawQuery};
+use crate::idempotent::Retry;
 use crate::links::{Linked, Paged, Paging};
 
 pub const ACCOUNT_ID_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
@@ -179,45 +178,6 @@ pub struct EventsQuery {
     pub limit: Option<i64>,
 }
 
-/// The optional `Idempotency-Key` header of every create (crate::idempotent); the ledger's two
-/// routes keep their own keys, and answer another request with the same key 409 as
-/// DECISIONS.md fixes for them.
-pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
-
-pub struct IdempotencyKeyDoc;
-
-impl HeaderDoc for IdempotencyKeyDoc {
-    const NAME: &'static str = IDEMPOTENCY_KEY;
-    const REQUIRED: bool = false;
-    const DESCRIPTION: &'static str = "Optional, on every create. A retry with the same key and \
-        body returns the first response (with `Idempotent-Replayed: true`) and writes nothing; the \
-        same key with another request is 422 `idempotency-key-reused` (409 `conflict` on the two \
-        account routes). Keys belong to the caller and are kept for IDEMPOTENCY_TTL_SECS \
-        (24 hours by default).";
-    fn schema() -> Value {
-        serde_json::json!({
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 255,
-            "pattern": "^[!-~]{1,255}$"
-        })
-    }
-}
-
-pub type IdempotencyKeyHeader = RawHeader<IdempotencyKeyDoc>;
-
-/// The key bound to this operation (`scope`) and body; invalid keys are 422.
-fn bind_key(
-    header: &IdempotencyKeyHeader,
-    scope: &str,
-    body: &Map<String, Value>,
-) -> Result<Option<IdempotencyKey>, ApiError> {
-    Ok(match header.value() {
-        Some(raw) => Some(IdempotencyKey::new(raw, scope, body)?),
-        None => None,
-    })
-}
-
 /// 201 with the stored event; `Location` names the account on open, and a replayed answer
 /// carries `Idempotent-Replayed: true`.
 pub struct CreatedEvent {
@@ -237,7 +197,7 @@ impl Responder for CreatedEvent {
             ));
         }
         if self.recorded.replayed {
-            res.insert_header(("Idempotent-Replayed", "true"));
+            res.insert_header((crate::idempotent::REPLAYED, "true"));
         }
         res.json(AccountEventDto::from(self.recorded.event))
     }
@@ -281,11 +241,11 @@ impl ApiComponent for CreatedEvent {
 )]
 pub async fn open(
     db: Data<Db>,
-    key: IdempotencyKeyHeader,
+    retry: Retry,
     body: JsonObject<OpenAccountBody>,
 ) -> Result<CreatedEvent, ApiError> {
     let input = OpenAccount::from_json(&body)?;
-    let key = bind_key(&key, "open_account", &body)?;
+    let key = retry.caller_key("open_account", &body)?;
     let recorded = db
         .write(move |c| service::open_account(c, &input, key.as_ref()))
         .await?;
@@ -338,7 +298,7 @@ pub async fn get_one(
 pub async fn append(
     appender: Data<Appender>,
     path: Path<AccountPath>,
-    key: IdempotencyKeyHeader,
+    retry: Retry,
     if_match: IfMatch,
     body: JsonObject<AppendEventBody>,
 ) -> Result<CreatedEvent, ApiError> {
@@ -352,7 +312,7 @@ pub async fn append(
         }
         command = command.expecting(n);
     }
-    let key = bind_key(&key, &format!("append_event:{account_id}"), &body)?;
+    let key = retry.caller_key(&format!("append_event:{account_id}"), &body)?;
     let job = Append {
         account_id,
         command,

@@ -1,0 +1,16 @@
+-- Back to the ledger's own table: its records (those that name an event) return, one per key
+-- (keys were global then: of two callers' same key, the first recorded stays).
+CREATE TABLE account_idempotency_keys (
+    idempotency_key TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    aggregate_id TEXT NOT NULL,
+    sequence BIGINT NOT NULL,
+    created_at TEXT NOT NULL
+);
+INSERT INTO account_idempotency_keys (idempotency_key, fingerprint, aggregate_id, sequence, created_at)
+SELECT DISTINCT ON (idempotency_key) idempotency_key, fingerprint, body::json ->> 'aggregate_id',
+       (body::json ->> 'sequence')::bigint, replace(replace(created_at, 'T', ' '), 'Z', '')
+FROM idempotency_keys
+WHERE body LIKE '{"aggregate_id":%'
+ORDER BY idempotency_key, id;
+DELETE FROM idempotency_keys WHERE body LIKE '{"aggregate_id":%';
