@@ -3,6 +3,7 @@
 mod error;
 mod model;
 mod request;
+pub mod schema;
 mod validate;
 
 pub use error::{ArgumentError, BaseUrlError, CatalogError, EntryProblem, EntryRef, PathProblem};

@@ -28,6 +28,9 @@ pub struct GatewayConfig {
     pub base_url: BaseUrl,
     pub bearer: Option<BearerToken>,
     pub selection: Selection,
+    /// The API's OpenAPI document, where each tool's `responseSchemaRef` points: without it the
+    /// tools have no `outputSchema`.
+    pub openapi: Option<Value>,
 }
 
 /// Which of the catalog's tools this gateway serves (`--read-only`, `--tools`): the others are
@@ -118,7 +121,7 @@ impl Gateway {
                 catalog
                     .iter()
                     .filter(|tool| config.selection.admits(tool))
-                    .map(describe)
+                    .map(|tool| describe(tool, config.openapi.as_ref()))
                     .collect()
             }
             Err(_) => Vec::new(),
@@ -236,7 +239,7 @@ impl Gateway {
 }
 
 /// The `tools/list` entry of one catalog tool.
-fn describe(tool: &Tool) -> McpTool {
+fn describe(tool: &Tool, openapi: Option<&Value>) -> McpTool {
     let schema: JsonObject = match tool.input_schema() {
         Value::Object(map) => map.clone(),
         // The catalog guarantees an object; an empty schema object is the safe fallback.
@@ -249,13 +252,59 @@ fn describe(tool: &Tool) -> McpTool {
         .destructive(tool.is_destructive())
         .idempotent(tool.is_idempotent())
         .open_world(false);
-    McpTool::new(
+    let listed = McpTool::new(
         tool.name().to_owned(),
         tool.description().to_owned(),
         Arc::new(schema),
     )
     .with_title(tool.title())
-    .with_annotations(annotations)
+    .with_annotations(annotations);
+    match openapi.and_then(|doc| output_schema(tool, doc)) {
+        Some(output) => listed.with_raw_output_schema(Arc::new(output)),
+        None => listed,
+    }
+}
+
+/// The `outputSchema` of a tool whose answer has a schema (`responseSchemaRef`, looked up in
+/// the OpenAPI document): the shape of the `structuredContent` that `tools/call` answers,
+/// whose `body` is held to the answer's schema when the status is 2xx. Any other status carries
+/// what the API sent (a problem document, mostly), so the schema admits every answer a call
+/// can get, as MCP clients that validate `structuredContent` need.
+pub fn output_schema(tool: &Tool, openapi: &Value) -> Option<JsonObject> {
+    let reference = tool.response_schema_ref()?;
+    let mut answer = match tool_catalog::schema::resolve(openapi, reference) {
+        Ok(answer) => answer,
+        Err(error) => {
+            log::error!(
+                "tool {}: responseSchemaRef: {error}; no outputSchema",
+                tool.name()
+            );
+            return None;
+        }
+    };
+    // Refs point at the root's $defs: they move from the answer's schema to the envelope's.
+    let defs = answer.as_object_mut().and_then(|a| a.remove("$defs"));
+    let mut schema = json!({
+        "type": "object",
+        "properties": {
+            "tool": {"const": tool.name()},
+            "operationId": {"const": tool.operation_id()},
+            "statusCode": {"type": "integer", "minimum": 100, "maximum": 599},
+            "requestId": {"type": ["string", "null"]},
+            "body": {"description": "The API's answer: the schema below when statusCode is 2xx, \
+                     else what the API sent (an RFC 9457 problem document, mostly)."}
+        },
+        "required": ["tool", "operationId", "statusCode", "requestId", "body"],
+        "if": {"properties": {"statusCode": {"minimum": 200, "maximum": 299}}},
+        "then": {"properties": {"body": answer}}
+    });
+    if let (Some(defs), Value::Object(root)) = (defs, &mut schema) {
+        root.insert("$defs".into(), defs);
+    }
+    match schema {
+        Value::Object(root) => Some(root),
+        _ => None,
+    }
 }
 
 /// Unique to this process run: its id and start time.
@@ -334,6 +383,7 @@ mod tests {
             base_url: BaseUrl::parse("http://127.0.0.1:9").unwrap(),
             bearer: None,
             selection: Selection::default(),
+            openapi: None,
         })
         .unwrap()
     }
@@ -382,6 +432,7 @@ mod tests {
             base_url: BaseUrl::parse("http://127.0.0.1:9").unwrap(),
             bearer: None,
             selection,
+            openapi: None,
         })
     }
 

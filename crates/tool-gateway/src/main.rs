@@ -74,6 +74,13 @@ struct Args {
     #[arg(long, env = "MCP_TOOLS", value_name = "NAME", value_delimiter = ',')]
     tools: Vec<String>,
 
+    /// The API's OpenAPI document (a file, or an http(s) URL), where the catalog's
+    /// `responseSchemaRef`s point: it gives the tools their `outputSchema`. Default: the
+    /// service's own, `<base-url>/openapi.json`, fetched at start. If it cannot be had, the
+    /// gateway serves the tools without `outputSchema` (and says so in the log).
+    #[arg(long, env = "OPENAPI_DOCUMENT", value_name = "FILE|URL")]
+    openapi: Option<String>,
+
     /// HTTP: seconds after which an idle session is closed.
     #[arg(
         long,
@@ -112,12 +119,6 @@ fn main() -> anyhow::Result<()> {
         read_only: args.read_only,
         names: (!args.tools.is_empty()).then(|| args.tools.clone()),
     };
-    let gateway = Gateway::new(GatewayConfig {
-        catalog,
-        base_url,
-        bearer,
-        selection,
-    })?;
 
     // One thread. The gateway serves the MCP client next to it, and a call is mostly waiting on
     // sockets; on the multi-thread runtime each call bounced between the worker threads (futex
@@ -126,6 +127,18 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let source = args
+        .openapi
+        .clone()
+        .unwrap_or_else(|| format!("{}/openapi.json", args.base_url.trim_end_matches('/')));
+    let openapi = runtime.block_on(load_openapi(&source));
+    let gateway = Gateway::new(GatewayConfig {
+        catalog,
+        base_url,
+        bearer,
+        selection,
+        openapi,
+    })?;
     runtime.block_on(async move {
         match args.http {
             Some(addr) => {
@@ -169,6 +182,36 @@ fn load_catalog(path: &std::path::Path) -> Result<Catalog, CatalogError> {
         Err(error) => {
             log::error!("cannot read the tool catalog {}: {error}", path.display());
             Err(CatalogError::InvalidJson)
+        }
+    }
+}
+
+/// The OpenAPI document from a file or an http(s) URL; `None` (with a warning) when it cannot
+/// be read or is not JSON: the tools are then listed without `outputSchema`.
+async fn load_openapi(source: &str) -> Option<serde_json::Value> {
+    let text = if source.starts_with("http://") || source.starts_with("https://") {
+        let fetched = async {
+            let client = reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(3))
+                .no_proxy()
+                .build()?;
+            client
+                .get(source)
+                .send()
+                .await?
+                .error_for_status()?
+                .text()
+                .await
+        };
+        fetched.await.map_err(|e| e.to_string())
+    } else {
+        std::fs::read_to_string(source).map_err(|e| e.to_string())
+    };
+    match text.and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
+        Ok(doc) => Some(doc),
+        Err(error) => {
+            log::warn!("OpenAPI document {source}: {error}; tools are listed without outputSchema");
+            None
         }
     }
 }

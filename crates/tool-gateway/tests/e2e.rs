@@ -304,17 +304,116 @@ async fn read_tools_never_send_the_token_even_to_protected_routes() {
     assert_eq!(structured(&created)["statusCode"], 401);
 }
 
+/// Each listed tool's `outputSchema`, compiled, by name. Every tool whose catalog entry has a
+/// `responseSchemaRef` has one (the gateway read the service's OpenAPI document at start), and
+/// none other.
+fn output_schemas(
+    gw: &mut StdioGateway,
+) -> std::collections::HashMap<String, jsonschema::Validator> {
+    let list = gw.request("tools/list", json!({}));
+    let shipped: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo_file("catalog/tools.json")).unwrap())
+            .unwrap();
+    let mut validators = std::collections::HashMap::new();
+    for (listed, entry) in list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(shipped["tools"].as_array().unwrap())
+    {
+        let name = listed["name"].as_str().unwrap();
+        let Some(schema) = listed.get("outputSchema") else {
+            assert!(
+                entry["responseSchemaRef"].is_null(),
+                "{name} has no outputSchema"
+            );
+            continue;
+        };
+        assert!(!entry["responseSchemaRef"].is_null(), "{name}");
+        let validator = jsonschema::draft202012::new(schema)
+            .unwrap_or_else(|e| panic!("{name}: the outputSchema does not compile: {e}"));
+        validators.insert(name.to_owned(), validator);
+    }
+    assert_eq!(
+        validators.len(),
+        24,
+        "27 tools, 3 of them deletes without a body"
+    );
+    validators
+}
+
 /// The tools of the other areas reach their routes (articles, versioned notes, accounts,
-/// token verification).
+/// token verification), and every answer, success or problem, is valid against the tool's
+/// `outputSchema`, as a client that checks `structuredContent` requires.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_of_every_area_reach_their_routes() {
     let server = ServerProcess::start().await;
     let mut gw = catalog_gateway(&server);
+    let schemas = output_schemas(&mut gw);
     let mut status = |name: &str, args: Value| {
         let response = gw.request("tools/call", call(name, args));
         let s = structured(&response).clone();
+        if let Some(schema) = schemas.get(name) {
+            let errors: Vec<String> = schema.iter_errors(&s).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{name}: {errors:?}\n{s}");
+        }
         (s["statusCode"].as_u64().unwrap(), s["body"].clone())
     };
+    // Every tool with a body schema, once (errors included: an unknown id is a 404 problem).
+    for (name, args) in [
+        ("health", json!({})),
+        ("list_notes", json!({"limit": 2})),
+        ("get_note", json!({"note_id": 999})),
+        ("list_tags", json!({})),
+        ("get_tag", json!({"tag_id": 999})),
+        ("list_comments", json!({"note_id": 999})),
+        ("get_comment", json!({"note_id": 999, "comment_id": 1})),
+        ("get_account", json!({"id": "nobody"})),
+    ] {
+        assert!(status(name, args).0 < 500, "{name}");
+    }
+    let (code, note) = status("create_note", json!({"title": "N", "body": "b"}));
+    assert_eq!(code, 201);
+    let note_id = note["id"].clone();
+    assert_eq!(status("get_note", json!({"note_id": note_id})).0, 200);
+    assert_eq!(
+        status(
+            "update_note",
+            json!({"note_id": note_id, "title": "M", "body": "c"})
+        )
+        .0,
+        200
+    );
+    let (code, comment) = status("create_comment", json!({"note_id": note_id, "body": "hi"}));
+    assert_eq!(code, 201);
+    let comment_id = comment["id"].clone();
+    for (name, args) in [
+        (
+            "get_comment",
+            json!({"note_id": note_id, "comment_id": comment_id}),
+        ),
+        (
+            "update_comment",
+            json!({"note_id": note_id, "comment_id": comment_id, "body": "yo"}),
+        ),
+        ("list_comments", json!({"note_id": note_id})),
+    ] {
+        assert_eq!(status(name, args).0, 200, "{name}");
+    }
+    let (code, tag) = status("create_tag", json!({"name": "t1"}));
+    assert_eq!(code, 201);
+    for (name, args) in [
+        ("get_tag", json!({"tag_id": tag["id"]})),
+        ("update_tag", json!({"tag_id": tag["id"], "name": "t2"})),
+        ("list_tags", json!({})),
+    ] {
+        assert_eq!(status(name, args).0, 200, "{name}");
+    }
+    assert_eq!(
+        status("create_note", json!({"title": "", "body": "b"})).0,
+        422,
+        "a 422 problem is valid too"
+    );
     assert_eq!(
         status("create_article", json!({"title": "A", "author": "B"})).0,
         201

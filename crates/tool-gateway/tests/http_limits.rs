@@ -24,6 +24,7 @@ async fn serve(limits: HttpLimits) -> String {
         base_url: BaseUrl::parse("http://127.0.0.1:9").unwrap(),
         bearer: BearerToken::new(None),
         selection: Selection::default(),
+        openapi: None,
     })
     .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -42,6 +42,7 @@ fn gateway(base_url: &str, token: Option<&str>) -> Gateway {
         base_url: BaseUrl::parse(base_url).unwrap(),
         bearer: BearerToken::new(token.map(str::to_owned)),
         selection: Selection::default(),
+        openapi: None,
     })
     .unwrap()
 }
