@@ -29,6 +29,16 @@ pub enum ClientError {
     /// The service answered with a problem document (4xx/5xx).
     #[error("{0}")]
     Api(Box<Problem>),
+    /// A route of users and tokens (area D) refused the request with the `{"error": "…"}`
+    /// body the service specification fixes for them (`user not found`, `token already
+    /// revoked`, …). What the shared layers answer there (413, 415, 503) stays [`Api`](Self::Api).
+    #[error("{operation}: {status} {error}")]
+    Refused {
+        operation: &'static str,
+        status: u16,
+        error: String,
+        request_id: Option<String>,
+    },
     /// An error status whose body is not a problem document (a proxy's HTML page, say).
     #[error("{operation}: unexpected HTTP status {status}")]
     UnexpectedStatus {
@@ -49,6 +59,10 @@ pub enum ClientError {
     /// The client was configured wrongly (an unusable base URL or header value).
     #[error("invalid client configuration: {0}")]
     Config(String),
+    /// An argument cannot be sent as given (an idempotency key with spaces, an account id that
+    /// is not a path segment); nothing was sent.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
 }
 
 impl ClientError {
@@ -64,7 +78,9 @@ impl ClientError {
     pub fn status(&self) -> Option<u16> {
         match self {
             ClientError::Api(p) => Some(p.status),
-            ClientError::UnexpectedStatus { status, .. } => Some(*status),
+            ClientError::UnexpectedStatus { status, .. } | ClientError::Refused { status, .. } => {
+                Some(*status)
+            }
             ClientError::Degraded(_) => Some(503),
             _ => None,
         }
@@ -191,5 +207,40 @@ mod tests {
             FieldCode::Known(FieldErrorCode::TooLong)
         );
         assert_eq!(FieldCode::parse("weird"), FieldCode::Other("weird".into()));
+    }
+
+    #[test]
+    fn every_slug_round_trips_through_its_type_uri() {
+        for slug in Slug::ALL {
+            for uri in [
+                format!("http://127.0.0.1:8080/problems/{slug}"),
+                format!("https://api.example/base/problems/{slug}/"),
+            ] {
+                assert_eq!(ProblemKind::from_type_uri(&uri), ProblemKind::Known(slug));
+            }
+            assert_eq!(Slug::parse(slug.as_str()), Some(slug));
+        }
+    }
+
+    /// Every slug docs/errors.md says the service sends is one this client types.
+    #[test]
+    fn every_documented_slug_is_known() {
+        let table = include_str!("../../../docs/errors.md");
+        let documented: Vec<&str> = table
+            .lines()
+            .filter_map(|line| line.strip_prefix("| ")?.split(" | ").nth(1))
+            .filter_map(|cell| cell.strip_prefix('`')?.strip_suffix('`'))
+            .collect();
+        assert!(documented.len() >= 19, "{documented:?}");
+        for slug in documented {
+            assert!(Slug::parse(slug).is_some(), "{slug} is not a known Slug");
+        }
+        for slug in [
+            Slug::IdempotencyKeyReused,
+            Slug::RequestInProgress,
+            Slug::PreconditionFailed,
+        ] {
+            assert!(Slug::ALL.contains(&slug));
+        }
     }
 }

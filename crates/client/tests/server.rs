@@ -260,10 +260,8 @@ async fn v1_calls_carry_a_deprecation_warning() {
     let server = start().await;
     let api = client(&server);
     let created = api
-        .v1_create_note(&NoteV1Input {
-            title: "old".to_owned(),
-            content: Some("style".to_owned()),
-        })
+        .v1_notes()
+        .create(&NoteV1Input::new("old").content("style"))
         .await
         .unwrap();
     assert_eq!(created.value.content, "style");
@@ -271,11 +269,11 @@ async fn v1_calls_carry_a_deprecation_warning() {
     assert!(warning.sunset.is_some());
     assert!(warning.days_left.is_some());
     assert_eq!(warning.successor.as_deref(), Some("/v2/notes"));
-    let list = api.v1_list_notes(PageRequest::default()).await.unwrap();
+    let list = api.v1_notes().list(PageRequest::default()).await.unwrap();
     assert_eq!(list.value.notes.len(), 1);
     assert!(list.warning.is_some());
-    let one = api.v1_get_note(created.value.id).await.unwrap();
+    let one = api.v1_notes().get(created.value.id).await.unwrap();
     assert_eq!(one.value, created.value);
-    let err = api.v1_get_note(424_242).await.unwrap_err();
+    let err = api.v1_notes().get(424_242).await.unwrap_err();
     assert!(err.is(Slug::NotFound));
 }
