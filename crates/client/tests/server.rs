@@ -4,13 +4,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use client::{
-    ArticleInput, Client, ClientError, CommentInput, CredentialType, CursorRequest, DegradedPolicy,
-    EventType, EventsRequest, FieldCode, FieldErrorCode, Health, IdempotencyKey, IssueToken,
-    NewEvent, NoteInput, NoteV1Input, NoteV2Input, OpenAccount, PageRequest, ProblemKind, Scope,
-    Slug, TagInput, TryStreamExt, UserInput,
+    ArticleInput, Client, ClientError, CommentInput, Created, CredentialType, CursorRequest,
+    DegradedPolicy, EventType, EventsRequest, FieldCode, FieldErrorCode, Health, IdempotencyKey,
+    IssueToken, NewEvent, NoteInput, NoteV1Input, NoteV2Input, OpenAccount, PageRequest,
+    ProblemKind, Scope, Slug, TagInput, TryStreamExt, UserInput,
 };
 use serde_json::json;
 use server::{Application, Secret, Settings};
@@ -707,192 +708,85 @@ async fn webhook_deliveries(server: Running) {
     assert_eq!(hooks.list(PageRequest::default()).await.unwrap().total, 3);
 }
 
+/// Sends one keyed create twice: the second answer must replay the first. Answers the value.
+async fn replayed<T, Fut>(create: impl Fn() -> Fut) -> T
+where
+    T: PartialEq + std::fmt::Debug,
+    Fut: Future<Output = Result<Created<T>, ClientError>>,
+{
+    let first = create().await.unwrap();
+    let again = create().await.unwrap();
+    assert!(!first.replayed && again.replayed, "{first:?} {again:?}");
+    assert_eq!((&again.value, &again.etag), (&first.value, &first.etag));
+    first.value
+}
+
 async fn idempotent_creates_write_once(server: Running) {
     let api = client(&server);
+    let (notes, k) = (api.notes(), key("note-1"));
     let input = NoteInput::new("once", "only");
-    let first = api
-        .notes()
-        .create_with_key(&input, &key("note-1"))
-        .await
-        .unwrap();
-    let again = api
-        .notes()
-        .create_with_key(&input, &key("note-1"))
-        .await
-        .unwrap();
-    assert!(!first.replayed && again.replayed);
-    assert_eq!(again.value, first.value);
-    assert_eq!(again.etag, first.etag);
-    assert!(first.etag.is_some());
-    assert_eq!(
-        api.notes()
-            .list(PageRequest::default())
-            .await
-            .unwrap()
-            .total,
-        1
-    );
-    let err = api
-        .notes()
-        .create_with_key(&NoteInput::new("other", "body"), &key("note-1"))
+    let note = replayed(|| notes.create_with_key(&input, &k)).await;
+    let count = || async { notes.list(PageRequest::default()).await.unwrap().total };
+    assert_eq!(count().await, 1);
+    let err = notes
+        .create_with_key(&NoteInput::new("other", "body"), &k)
         .await
         .unwrap_err();
     assert!(err.is(Slug::IdempotencyKeyReused), "{err:?}");
-    assert_eq!(
-        api.notes()
-            .list(PageRequest::default())
-            .await
-            .unwrap()
-            .total,
-        1
-    );
-
+    assert_eq!(count().await, 1);
     // Random keys: two plain creates are two rows.
-    api.notes().create(&input).await.unwrap();
-    api.notes().create(&input).await.unwrap();
-    assert_eq!(
-        api.notes()
-            .list(PageRequest::default())
-            .await
-            .unwrap()
-            .total,
-        3
-    );
+    notes.create(&input).await.unwrap();
+    notes.create(&input).await.unwrap();
+    assert_eq!(count().await, 3);
 
     // Every other keyed create answers a replay the same way.
-    let note = first.value.id;
-    let comment = CommentInput::new("c");
-    let made = api
-        .comments(note)
-        .create_with_key(&comment, &key("c"))
+    let [kc, kt, kv1, kv2, ka, ku, ko] = ["c", "t", "v1", "v2", "a", "u", "open"].map(key);
+    let (comments, c) = (api.comments(note.id), CommentInput::new("c"));
+    replayed(|| comments.create_with_key(&c, &kc)).await;
+    let (tags, t) = (api.example_tags(), TagInput::new("t"));
+    let tag = replayed(|| tags.create_with_key(&t, &kt)).await;
+    // The same key and body on another route is another request.
+    let err = api.tags().create_with_key(&t, &kt).await.unwrap_err();
+    assert!(err.is(Slug::IdempotencyKeyReused), "{err:?}");
+    assert_eq!(api.tags().get(tag.id).await.unwrap(), tag);
+    let (v1, input) = (api.v1_notes(), NoteV1Input::new("v1"));
+    replayed(|| async {
+        let made = v1.create_with_key(&input, &kv1).await?;
+        assert!(made.warning.is_some());
+        Ok(made.value)
+    })
+    .await;
+    let (v2, input) = (api.v2_notes(), NoteV2Input::new("v2").tags(["a"]));
+    replayed(|| v2.create_with_key(&input, &kv2)).await;
+    let total = v2.list(PageRequest::default()).await.unwrap().meta.total;
+    assert_eq!(total, 2);
+    let (articles, article) = (api.articles(), ArticleInput::new("a", "b"));
+    replayed(|| articles.create_with_key(&article, &ka)).await;
+    let total = articles
+        .list_offset(PageRequest::default())
         .await
-        .unwrap();
-    let replay = api
-        .comments(note)
-        .create_with_key(&comment, &key("c"))
-        .await
-        .unwrap();
-    assert!(replay.replayed && replay.value == made.value);
-    let tag = TagInput::new("t");
-    let made = api
-        .example_tags()
-        .create_with_key(&tag, &key("t"))
-        .await
-        .unwrap();
-    let replay = api.tags().create_with_key(&tag, &key("t")).await;
-    // Another route with the same key is another request.
-    assert!(replay.unwrap_err().is(Slug::IdempotencyKeyReused));
-    assert!(
-        api.example_tags()
-            .create_with_key(&tag, &key("t"))
-            .await
-            .unwrap()
-            .replayed
-    );
-    assert_eq!(api.tags().get(made.value.id).await.unwrap(), made.value);
-
-    let v1 = NoteV1Input::new("v1");
-    let made = api
-        .v1_notes()
-        .create_with_key(&v1, &key("v1"))
-        .await
-        .unwrap();
-    let replay = api
-        .v1_notes()
-        .create_with_key(&v1, &key("v1"))
-        .await
-        .unwrap();
-    assert!(replay.value.replayed && replay.warning.is_some());
-    assert_eq!(replay.value.value, made.value.value);
-    let v2 = NoteV2Input::new("v2").tags(["a"]);
-    let made = api
-        .v2_notes()
-        .create_with_key(&v2, &key("v2"))
-        .await
-        .unwrap();
-    let replay = api
-        .v2_notes()
-        .create_with_key(&v2, &key("v2"))
-        .await
-        .unwrap();
-    assert!(replay.replayed && replay.value == made.value);
-    assert_eq!(
-        api.v2_notes()
-            .list(PageRequest::default())
-            .await
-            .unwrap()
-            .meta
-            .total,
-        2
-    );
-
-    let article = ArticleInput::new("a", "b");
-    let made = api
-        .articles()
-        .create_with_key(&article, &key("a"))
-        .await
-        .unwrap();
-    let replay = api
-        .articles()
-        .create_with_key(&article, &key("a"))
-        .await
-        .unwrap();
-    assert!(replay.replayed && replay.value == made.value);
-    assert_eq!(
-        api.articles()
-            .list_offset(PageRequest::default())
-            .await
-            .unwrap()
-            .total,
-        1
-    );
-
-    let user = UserInput::new("u");
-    let made = api.users().create_with_key(&user, &key("u")).await.unwrap();
-    let replay = api.users().create_with_key(&user, &key("u")).await.unwrap();
-    assert!(replay.replayed && replay.value == made.value);
+        .unwrap()
+        .total;
+    assert_eq!(total, 1);
+    let (users, user) = (api.users(), UserInput::new("u"));
+    replayed(|| users.create_with_key(&user, &ku)).await;
     // Area D answers even this refusal with its own body.
-    match api
-        .users()
-        .create_with_key(&UserInput::new("v"), &key("u"))
-        .await
-    {
+    match users.create_with_key(&UserInput::new("v"), &ku).await {
         Err(ClientError::Refused { status: 422, .. }) => {}
         other => panic!("{other:?}"),
     }
 
     // The ledger keeps its own keys: a reused one is 409 conflict there.
-    let open = OpenAccount::new("acc", "o");
-    let made = api
-        .accounts()
-        .open_with_key(&open, &key("open"))
-        .await
-        .unwrap();
-    let replay = api
-        .accounts()
-        .open_with_key(&open, &key("open"))
-        .await
-        .unwrap();
-    assert!(replay.replayed && replay.value == made.value);
-    let deposit = NewEvent::deposit(100);
-    let paid = api
-        .accounts()
-        .append_with_key("acc", &deposit, &key("pay-1"))
-        .await
-        .unwrap();
-    let replay = api
-        .accounts()
-        .append_with_key("acc", &deposit, &key("pay-1"))
-        .await
-        .unwrap();
-    assert!(replay.replayed && replay.value == paid.value);
-    let err = api
-        .accounts()
-        .append_with_key("acc", &NewEvent::deposit(7), &key("pay-1"))
+    let (accounts, open) = (api.accounts(), OpenAccount::new("acc", "o"));
+    replayed(|| accounts.open_with_key(&open, &ko)).await;
+    let (pay, deposit) = (key("pay-1"), NewEvent::deposit(100));
+    replayed(|| accounts.append_with_key("acc", &deposit, &pay)).await;
+    let err = accounts
+        .append_with_key("acc", &NewEvent::deposit(7), &pay)
         .await
         .unwrap_err();
     assert!(err.is(Slug::Conflict), "{err:?}");
-    assert_eq!(api.accounts().get("acc").await.unwrap().balance_cents, 100);
+    assert_eq!(accounts.get("acc").await.unwrap().balance_cents, 100);
 }
 
 async fn conditional_writes_never_lose_an_update(server: Running) {
