@@ -23,6 +23,11 @@ pub struct ETag(String);
 
 impl ETag {
     /// An entity tag (`"…"` or weak `W/"…"`) of visible ASCII; `None` for anything else.
+    ///
+    /// ```
+    /// assert!(client::ETag::parse("W/\"v1\"").is_some());
+    /// assert!(client::ETag::parse("\"has space\"").is_none());
+    /// ```
     pub fn parse(value: &str) -> Option<ETag> {
         let value = value.trim();
         let opaque = value.strip_prefix("W/").unwrap_or(value);

@@ -89,10 +89,28 @@ pub struct Resource<'a, T, I> {
 }
 
 /// `/notes` (or `/examples/notes`).
+///
+/// ```no_run
+/// # fn run(api: client::Client) {
+/// let notes: client::Notes<'_> = api.notes();
+/// # let _ = notes; }
+/// ```
 pub type Notes<'a> = Resource<'a, Note, NoteInput>;
 /// `/tags` (or `/examples/tags`).
+///
+/// ```no_run
+/// # fn run(api: client::Client) {
+/// let tags: client::Tags<'_> = api.example_tags();
+/// # let _ = tags; }
+/// ```
 pub type Tags<'a> = Resource<'a, Tag, TagInput>;
 /// `/notes/{note_id}/comments`.
+///
+/// ```no_run
+/// # fn run(api: client::Client) {
+/// let comments: client::Comments<'_> = api.comments(1);
+/// # let _ = comments; }
+/// ```
 pub type Comments<'a> = Resource<'a, Comment, CommentInput>;
 
 impl<T: DeserializeOwned + Send + 'static, I: Serialize> Resource<'_, T, I> {

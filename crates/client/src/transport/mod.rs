@@ -17,7 +17,18 @@ use serde::de::DeserializeOwned;
 
 use crate::error::ClientError;
 
-/// The typed client. Cheap to clone (one connection pool, shared).
+/// The typed client. Cheap to clone (one connection pool, shared). Each area of the API is
+/// behind an accessor: [`notes`](Client::notes), [`tags`](Client::tags),
+/// [`comments`](Client::comments), [`articles`](Client::articles),
+/// [`v1_notes`](Client::v1_notes), [`v2_notes`](Client::v2_notes), [`users`](Client::users),
+/// [`accounts`](Client::accounts), [`webhooks`](Client::webhooks).
+///
+/// ```no_run
+/// # async fn run() -> Result<(), client::ClientError> {
+/// let api = client::Client::builder("http://127.0.0.1:8080").build()?;
+/// let note = api.notes().create(&client::NoteInput::new("t", "b")).await?;
+/// # let _ = note; Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -127,6 +138,12 @@ enum Failure {
 }
 
 impl Client {
+    /// A [`ClientBuilder`] for the service at `base_url`.
+    ///
+    /// ```
+    /// let api = client::Client::builder("http://127.0.0.1:8080").build()?;
+    /// # let _ = api; Ok::<(), client::ClientError>(())
+    /// ```
     pub fn builder(base_url: impl Into<String>) -> ClientBuilder {
         ClientBuilder::new(base_url)
     }
