@@ -14,6 +14,7 @@ use client::{
     ProblemKind, Scope, Slug, TagInput, TryStreamExt, UserInput,
 };
 use serde_json::json;
+use server::middleware::token_auth::ApiAuth;
 use server::{Application, Secret, Settings};
 use storage::Backend;
 use storage::testing::TestDatabase;
@@ -35,12 +36,12 @@ impl Drop for Running {
     }
 }
 
-/// The service on a fresh database of `backend`; `None` for PostgreSQL without
-/// `TEST_POSTGRES_URL`.
-async fn start(backend: Backend) -> Option<Running> {
+/// The service on a fresh database of `backend`, its settings adjusted by `adjust`; `None` for
+/// PostgreSQL without `TEST_POSTGRES_URL`.
+async fn start(backend: Backend, adjust: fn(&mut Settings)) -> Option<Running> {
     let admin = std::env::var("TEST_POSTGRES_URL").ok();
     let db = TestDatabase::create(backend, admin.as_deref()).unwrap()?;
-    let settings = Settings {
+    let mut settings = Settings {
         database_url: db.url.clone(),
         bind: "127.0.0.1:0".parse().unwrap(),
         workers: Some(2),
@@ -50,6 +51,7 @@ async fn start(backend: Backend) -> Option<Running> {
         webhook_secret: Some(Secret::new(WEBHOOK_SECRET)),
         ..Settings::default()
     };
+    adjust(&mut settings);
     let app = Application::build(settings).await.unwrap();
     let base = format!("http://127.0.0.1:{}", app.port());
     let handle = app.handle();
@@ -61,20 +63,41 @@ async fn start(backend: Backend) -> Option<Running> {
     })
 }
 
-/// Declares `async fn name(server: Running)` tests as `name::sqlite` and `name::postgres`.
+/// The default settings of these tests.
+fn defaults(_: &mut Settings) {}
+
+/// `API_AUTH=tokens`: every route but a few public ones needs a bearer token.
+fn tokens_mode(settings: &mut Settings) {
+    settings.api_auth = ApiAuth::Tokens;
+}
+
+/// The settings function of a test module: [`defaults`] unless one is named.
+macro_rules! settings_or_defaults {
+    () => {
+        super::defaults
+    };
+    ($adjust:ident) => {
+        super::$adjust
+    };
+}
+
+/// Declares `async fn name(server: Running)` tests as `name::sqlite` and `name::postgres`, on
+/// a server with [`defaults`] or the settings function given after `=>`.
 macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
+    ($($name:ident $(=> $adjust:ident)?),* $(,)?) => {$(
         mod $name {
             use super::{Backend, start};
 
+            const ADJUST: fn(&mut server::Settings) = settings_or_defaults!($($adjust)?);
+
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
-                super::$name(start(Backend::Sqlite).await.unwrap()).await;
+                super::$name(start(Backend::Sqlite, ADJUST).await.unwrap()).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
-                match start(Backend::Postgres).await {
+                match start(Backend::Postgres, ADJUST).await {
                     Some(server) => super::$name(server).await,
                     None => eprintln!("TEST_POSTGRES_URL not set: skipped on PostgreSQL"),
                 }
@@ -98,6 +121,7 @@ on_both_backends!(
     webhook_deliveries,
     idempotent_creates_write_once,
     conditional_writes_never_lose_an_update,
+    issued_tokens_authenticate_the_client => tokens_mode,
 );
 
 fn client(server: &Running) -> Client {
@@ -871,4 +895,59 @@ async fn conditional_writes_never_lose_an_update(server: Running) {
     assert_eq!(c_new.value.body, "y");
     let tags_seen: HashSet<_> = [tag_seen.etag, c_seen.etag, c_new.etag].into();
     assert_eq!(tags_seen.len(), 3);
+}
+
+async fn issued_tokens_authenticate_the_client(server: Running) {
+    let anonymous = client(&server);
+    let err = anonymous
+        .notes()
+        .list(PageRequest::default())
+        .await
+        .unwrap_err();
+    assert!(err.is(Slug::Unauthorized), "{err:?}");
+    // The operator key makes users and their first tokens.
+    let operator = Client::builder(&server.base).api_key(KEY).build().unwrap();
+    let user = operator
+        .users()
+        .create(&UserInput::new("ann"))
+        .await
+        .unwrap();
+    let tokens = operator.users().tokens(user.id);
+    let scoped = |scope| IssueToken {
+        scope: Some(scope),
+        ..IssueToken::default()
+    };
+    let writer = tokens.issue(&scoped(Scope::Write)).await.unwrap();
+    let reader = tokens.issue(&scoped(Scope::Read)).await.unwrap();
+    let as_user = |token: &client::RawToken| {
+        Client::builder(&server.base)
+            .bearer_token(token.expose())
+            .build()
+            .unwrap()
+    };
+
+    let note = as_user(&writer.token)
+        .notes()
+        .create(&NoteInput::new("mine", "b"))
+        .await
+        .unwrap();
+    let reading = as_user(&reader.token);
+    assert_eq!(reading.notes().get(note.id).await.unwrap(), note);
+    let err = reading
+        .notes()
+        .create(&NoteInput::new("x", "y"))
+        .await
+        .unwrap_err();
+    assert!(err.is(Slug::Forbidden), "{err:?}");
+
+    tokens.revoke(writer.id).await.unwrap();
+    let err = as_user(&writer.token)
+        .notes()
+        .get(note.id)
+        .await
+        .unwrap_err();
+    assert!(err.is(Slug::Unauthorized), "{err:?}");
+    // Verification is public.
+    let check = anonymous.users().verify_token(&reader.token).await.unwrap();
+    assert_eq!((check.valid, check.scope), (true, Some(Scope::Read)));
 }

@@ -531,6 +531,26 @@ async fn token_issue_and_rotate_are_never_retried() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_delivery_is_retried_with_one_signature() {
+    let stub = stub(vec![
+        problem("503 Service Unavailable", UNAVAILABLE),
+        json("202 Accepted", r#"{"id":5,"status":"accepted"}"#),
+    ]);
+    let body = br#"{"event_type":"x"}"#;
+    let receipt = fast(&stub).webhooks().deliver(b"s", body).await.unwrap();
+    assert_eq!(receipt.id, 5);
+    let signatures = stub.header_values("x-webhook-signature");
+    assert_eq!(signatures.len(), 2);
+    assert_eq!(
+        signatures[0], signatures[1],
+        "the service dedupes exact replays"
+    );
+    let signature = signatures[0].clone().unwrap();
+    let t: i64 = signature.split(',').next().unwrap()[2..].parse().unwrap();
+    assert_eq!(signature, webhook_verify::header(b"s", t, body));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_refusals_are_typed_and_other_bodies_invalid() {
     let revoked = stub(vec![json(
         "409 Conflict",
