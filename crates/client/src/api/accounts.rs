@@ -100,7 +100,7 @@ impl Accounts<'_> {
         Ok(self.client.fetch(call, StatusCode::OK).await?.0)
     }
 
-    /// Every account, by account id, read `limit` at a time.
+    /// Every account, by account id, read `limit` (1 to 100) at a time.
     ///
     /// ```no_run
     /// use client::TryStreamExt;

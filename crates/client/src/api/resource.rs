@@ -130,7 +130,7 @@ impl<T: DeserializeOwned + Send + 'static, I: Serialize> Resource<'_, T, I> {
         Ok(self.client.fetch(call, StatusCode::OK).await?.0)
     }
 
-    /// Every item, by id ascending, read `limit` at a time (following `next_offset`).
+    /// Every item, by id ascending, read `limit` (1 to 100) at a time, following `next_offset`.
     ///
     /// ```no_run
     /// use client::TryStreamExt;

@@ -62,7 +62,7 @@ impl Webhooks<'_> {
         Ok(self.client.fetch(call, StatusCode::OK).await?.0)
     }
 
-    /// Every accepted delivery, newest first, read `limit` at a time.
+    /// Every accepted delivery, newest first, read `limit` (1 to 100) at a time.
     ///
     /// ```no_run
     /// use client::TryStreamExt;

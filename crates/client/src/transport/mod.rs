@@ -103,10 +103,12 @@ impl Call {
     }
 
     pub fn header(mut self, name: &'static str, value: &str) -> Result<Self, ClientError> {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| ClientError::Config(format!("{name:?} is not a header name")))?;
         let value = HeaderValue::from_str(value).map_err(|_| {
             ClientError::InvalidInput(format!("{}: {value:?} is not a valid {name}", self.op))
         })?;
-        self.headers.insert(HeaderName::from_static(name), value);
+        self.headers.insert(name, value);
         Ok(self)
     }
 
@@ -181,7 +183,7 @@ impl Client {
                     // A concurrent twin holds the Idempotency-Key: its answer is worth waiting for.
                     let retryable = (status == 429
                         || reply.status.is_server_error()
-                        || reply.slug() == Some(Slug::RequestInProgress))
+                        || (status == 409 && reply.slug() == Some(Slug::RequestInProgress)))
                         && !call.answers.contains(&status);
                     if last || !retryable {
                         return Ok(reply);
