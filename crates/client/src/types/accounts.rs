@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::paging::query;
 use crate::conditional::ETag;
 
 /// An account's current state (schema `AccountDto`).
@@ -184,14 +185,10 @@ pub struct EventsRequest {
 
 impl EventsRequest {
     pub(crate) fn query(&self) -> Vec<(&'static str, String)> {
-        let mut q = Vec::new();
-        if let Some(after) = self.after_sequence {
-            q.push(("after_sequence", after.to_string()));
-        }
-        if let Some(limit) = self.limit {
-            q.push(("limit", limit.to_string()));
-        }
-        q
+        query([
+            ("after_sequence", self.after_sequence.map(i128::from)),
+            ("limit", self.limit.map(i128::from)),
+        ])
     }
 }
 

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::paging::query;
+
 /// An article (schema `ArticleDto`).
 ///
 /// ```no_run
@@ -100,14 +102,10 @@ impl CursorRequest {
     }
 
     pub(crate) fn query(&self) -> Vec<(&'static str, String)> {
-        let mut q = Vec::new();
-        if let Some(limit) = self.limit {
-            q.push(("limit", limit.to_string()));
-        }
-        if let Some(after) = self.after {
-            q.push(("after", after.to_string()));
-        }
-        q
+        query([
+            ("limit", self.limit.map(i128::from)),
+            ("after", self.after.map(i128::from)),
+        ])
     }
 }
 

@@ -31,15 +31,22 @@ impl PageRequest {
     }
 
     pub(crate) fn query(&self) -> Vec<(&'static str, String)> {
-        let mut q = Vec::new();
-        if let Some(limit) = self.limit {
-            q.push(("limit", limit.to_string()));
-        }
-        if let Some(offset) = self.offset {
-            q.push(("offset", offset.to_string()));
-        }
-        q
+        query([
+            ("limit", self.limit.map(i128::from)),
+            ("offset", self.offset.map(i128::from)),
+        ])
     }
+}
+
+/// The query string pairs of the paging parameters that are set (the others keep the
+/// service's defaults). `i128` holds every integer type the parameters use.
+pub(crate) fn query<const N: usize>(
+    params: [(&'static str, Option<i128>); N],
+) -> Vec<(&'static str, String)> {
+    params
+        .into_iter()
+        .filter_map(|(name, value)| Some((name, value?.to_string())))
+        .collect()
 }
 
 /// The list envelope `{items, limit, offset, total, next_offset}`, checked for consistency:
