@@ -212,6 +212,38 @@ impl Client {
 mod tests {
     use super::*;
 
+    /// Every operation of the committed OpenAPI document is called by a method of this module:
+    /// its `operationId` is the `operation` the method names in its errors. A route added to
+    /// the service without a method here fails this test.
+    #[test]
+    fn every_operation_has_a_method() {
+        let doc: serde_json::Value =
+            serde_json::from_str(include_str!("../../../../docs/openapi.json")).unwrap();
+        let sources = [
+            include_str!("mod.rs"),
+            include_str!("accounts.rs"),
+            include_str!("articles.rs"),
+            include_str!("resource.rs"),
+            include_str!("users.rs"),
+            include_str!("versioned.rs"),
+            include_str!("webhooks.rs"),
+        ]
+        .concat();
+        let paths = doc["paths"].as_object().unwrap();
+        let ids: Vec<&str> = paths
+            .values()
+            .flat_map(|ops| ops.as_object().unwrap().values())
+            .filter_map(|op| op.get("operationId")?.as_str())
+            .collect();
+        assert!(ids.len() >= 50, "{ids:?}");
+        for id in ids {
+            assert!(
+                sources.contains(&format!("\"{id}\"")),
+                "no method calls {id}"
+            );
+        }
+    }
+
     #[test]
     fn segments_are_escaped_and_dot_segments_refused() {
         assert_eq!(segment("op", "acc-1.x_y~").unwrap(), "acc-1.x_y~");
