@@ -4,7 +4,18 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::header::HeaderMap;
 
+use crate::transport::Reply;
+
 /// The service announced that the called operation is deprecated.
+///
+/// ```no_run
+/// # async fn run(api: client::Client) -> Result<(), client::ClientError> {
+/// let list = api.v1_notes().list(Default::default()).await?;
+/// if let Some(w) = list.warning {
+///     eprintln!("deprecated; sunset {:?}, use {:?} instead", w.sunset, w.successor);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeprecationWarning {
     /// From `Deprecation: @<unix seconds>` (RFC 9745); `None` for the `true` form.
@@ -19,11 +30,30 @@ pub struct DeprecationWarning {
 }
 
 /// A value from a deprecated operation, with the warning its response carried.
+///
+/// ```no_run
+/// # async fn run(api: client::Client) -> Result<(), client::ClientError> {
+/// let note: client::Deprecated<client::NoteV1> = api.v1_notes().get(1).await?;
+/// if let Some(days) = note.warning.and_then(|w| w.days_left) {
+///     eprintln!("V1 stops working in {days} days");
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Deprecated<T> {
     pub value: T,
     /// `None` when the response carried neither `Deprecation` nor `Sunset`.
     pub warning: Option<DeprecationWarning>,
+}
+
+impl<T> Deprecated<T> {
+    /// `value` with the warning of the reply it came in.
+    pub(crate) fn from_reply(value: T, reply: &Reply) -> Self {
+        Deprecated {
+            value,
+            warning: from_headers(&reply.headers, SystemTime::now()),
+        }
+    }
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -104,7 +134,7 @@ fn successor(link: &str) -> Option<String> {
 }
 
 /// The warning a response's headers announce, relative to `now`.
-pub fn from_headers(headers: &HeaderMap, now: SystemTime) -> Option<DeprecationWarning> {
+pub(crate) fn from_headers(headers: &HeaderMap, now: SystemTime) -> Option<DeprecationWarning> {
     let deprecation = header(headers, "deprecation");
     let sunset = header(headers, "sunset").and_then(parse_http_date);
     let deprecated =

@@ -9,6 +9,18 @@ use serde_json::{Map, Value};
 use crate::types::HealthReport;
 
 /// Everything a call can fail with. No variant carries a raw serde error or a credential.
+///
+/// ```no_run
+/// use client::{ClientError, NoteInput, Slug};
+/// # async fn run(api: client::Client) -> Result<(), ClientError> {
+/// match api.notes().create(&NoteInput::new("", "")).await {
+///     Ok(note) => println!("made {}", note.id),
+///     Err(e) if e.is(Slug::ValidationFailed) => println!("fix: {:?}", e.problem().map(|p| &p.errors)),
+///     Err(ClientError::Transport { .. }) => println!("the service is unreachable"),
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The request could not be sent or no response arrived (connection refused or reset,
@@ -29,6 +41,16 @@ pub enum ClientError {
     /// The service answered with a problem document (4xx/5xx).
     #[error("{0}")]
     Api(Box<Problem>),
+    /// A route of users and tokens (area D) refused the request with the `{"error": "…"}`
+    /// body the service specification fixes for them (`user not found`, `token already
+    /// revoked`, …). What the shared layers answer there (413, 415, 503) stays [`Api`](Self::Api).
+    #[error("{operation}: {status} {error}")]
+    Refused {
+        operation: &'static str,
+        status: u16,
+        error: String,
+        request_id: Option<String>,
+    },
     /// An error status whose body is not a problem document (a proxy's HTML page, say).
     #[error("{operation}: unexpected HTTP status {status}")]
     UnexpectedStatus {
@@ -49,10 +71,22 @@ pub enum ClientError {
     /// The client was configured wrongly (an unusable base URL or header value).
     #[error("invalid client configuration: {0}")]
     Config(String),
+    /// An argument cannot be sent as given (an idempotency key with spaces, an account id that
+    /// is not a path segment); nothing was sent.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
 }
 
 impl ClientError {
     /// The problem document, when the service answered with one.
+    ///
+    /// ```no_run
+    /// # async fn run(api: client::Client) {
+    /// if let Err(e) = api.notes().get(42).await {
+    ///     println!("{:?}", e.problem().map(|p| (&p.detail, &p.request_id)));
+    /// }
+    /// # }
+    /// ```
     pub fn problem(&self) -> Option<&Problem> {
         match self {
             ClientError::Api(p) => Some(p),
@@ -61,16 +95,32 @@ impl ClientError {
     }
 
     /// The HTTP status of the answer, when there was one.
+    ///
+    /// ```no_run
+    /// # async fn run(api: client::Client) {
+    /// let err = api.notes().get(42).await.unwrap_err();
+    /// assert_eq!(err.status(), Some(404));
+    /// # }
+    /// ```
     pub fn status(&self) -> Option<u16> {
         match self {
             ClientError::Api(p) => Some(p.status),
-            ClientError::UnexpectedStatus { status, .. } => Some(*status),
+            ClientError::UnexpectedStatus { status, .. } | ClientError::Refused { status, .. } => {
+                Some(*status)
+            }
             ClientError::Degraded(_) => Some(503),
             _ => None,
         }
     }
 
     /// True when the service answered with this problem type.
+    ///
+    /// ```no_run
+    /// # async fn run(api: client::Client) {
+    /// let err = api.notes().get(42).await.unwrap_err();
+    /// assert!(err.is(client::Slug::NotFound));
+    /// # }
+    /// ```
     pub fn is(&self, slug: Slug) -> bool {
         self.problem()
             .is_some_and(|p| p.kind == ProblemKind::Known(slug))
@@ -84,7 +134,14 @@ impl ClientError {
     }
 }
 
-/// The problem type: the slug at the end of `type`, typed when this client knows it.
+/// The problem type: the slug at the end of `type`, typed when this client knows it (every
+/// [`Slug`] the service sends).
+///
+/// ```
+/// use client::{ProblemKind, Slug};
+/// let kind = ProblemKind::from_type_uri("http://127.0.0.1:8080/problems/precondition-failed");
+/// assert_eq!(kind, ProblemKind::Known(Slug::PreconditionFailed));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProblemKind {
     Known(Slug),
@@ -95,6 +152,11 @@ pub enum ProblemKind {
 
 impl ProblemKind {
     /// From a `type` URI: its last path segment.
+    ///
+    /// ```
+    /// use client::ProblemKind;
+    /// assert_eq!(ProblemKind::from_type_uri("about:blank"), ProblemKind::Other("about:blank".into()));
+    /// ```
     pub fn from_type_uri(uri: &str) -> Self {
         let slug = uri.trim_end_matches('/').rsplit('/').next().unwrap_or(uri);
         Slug::parse(slug).map_or_else(|| ProblemKind::Other(slug.to_owned()), ProblemKind::Known)
@@ -102,6 +164,11 @@ impl ProblemKind {
 }
 
 /// The `code` of one entry of a 422's `errors`.
+///
+/// ```
+/// use client::{FieldCode, FieldErrorCode};
+/// assert_eq!(FieldCode::parse("too_long"), FieldCode::Known(FieldErrorCode::TooLong));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FieldCode {
     Known(FieldErrorCode),
@@ -117,6 +184,11 @@ const FIELD_CODES: [FieldErrorCode; 5] = [
 ];
 
 impl FieldCode {
+    /// A wire code, typed when this client knows it.
+    ///
+    /// ```
+    /// assert_eq!(client::FieldCode::parse("new_code"), client::FieldCode::Other("new_code".into()));
+    /// ```
     pub fn parse(code: &str) -> Self {
         FIELD_CODES
             .into_iter()
@@ -126,6 +198,15 @@ impl FieldCode {
 }
 
 /// One invalid field of a 422 `validation-failed` problem.
+///
+/// ```no_run
+/// # async fn run(api: client::Client) {
+/// let err = api.tags().create(&client::TagInput::new(" ")).await.unwrap_err();
+/// for e in &err.problem().unwrap().errors {
+///     println!("{}: {} ({:?})", e.field, e.message, e.code);
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
     pub field: String,
@@ -134,6 +215,14 @@ pub struct FieldError {
 }
 
 /// An RFC 9457 problem document, validated and typed.
+///
+/// ```no_run
+/// # async fn run(api: client::Client) {
+/// if let Err(client::ClientError::Api(problem)) = api.notes().get(42).await {
+///     eprintln!("{} (quote request id {:?})", problem.detail, problem.request_id);
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Problem {
     /// The operation that received it (the OpenAPI `operationId`).
@@ -191,5 +280,33 @@ mod tests {
             FieldCode::Known(FieldErrorCode::TooLong)
         );
         assert_eq!(FieldCode::parse("weird"), FieldCode::Other("weird".into()));
+    }
+
+    #[test]
+    fn every_slug_round_trips_through_its_type_uri() {
+        for slug in Slug::ALL {
+            for uri in [
+                format!("http://127.0.0.1:8080/problems/{slug}"),
+                format!("https://api.example/base/problems/{slug}/"),
+            ] {
+                assert_eq!(ProblemKind::from_type_uri(&uri), ProblemKind::Known(slug));
+            }
+            assert_eq!(Slug::parse(slug.as_str()), Some(slug));
+        }
+    }
+
+    /// Every slug docs/errors.md says the service sends is one this client types.
+    #[test]
+    fn every_documented_slug_is_known() {
+        let table = include_str!("../../../docs/errors.md");
+        let documented: Vec<&str> = table
+            .lines()
+            .filter_map(|line| line.strip_prefix("| ")?.split(" | ").nth(1))
+            .filter_map(|cell| cell.strip_prefix('`')?.strip_suffix('`'))
+            .collect();
+        assert!(documented.len() >= 19, "{documented:?}");
+        for slug in documented {
+            assert!(Slug::parse(slug).is_some(), "{slug} is not a known Slug");
+        }
     }
 }

@@ -5,13 +5,13 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use client::{
-    Client, ClientError, DegradedPolicy, Health, NoteInput, PageRequest, ProblemKind, RetryPolicy,
-    Slug,
+    Client, ClientError, DegradedPolicy, ETag, Health, IdempotencyKey, IssueToken, NoteInput,
+    PageRequest, ProblemKind, RawToken, RetryPolicy, Slug, TagInput, TryStreamExt,
 };
 
 /// A server on a random port answering the `i`-th request with `responses[i]` (the last one
@@ -19,18 +19,42 @@ use client::{
 struct Stub {
     base: String,
     hits: Arc<AtomicUsize>,
+    /// The head (request line and headers) of every request, in order.
+    heads: Arc<Mutex<Vec<String>>>,
+}
+
+impl Stub {
+    /// The value of header `name` in each request received so far.
+    fn header_values(&self, name: &str) -> Vec<Option<String>> {
+        let prefix = format!("{}:", name.to_ascii_lowercase());
+        self.heads
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|head| {
+                head.lines().find_map(|line| {
+                    let lower = line.to_ascii_lowercase();
+                    lower
+                        .starts_with(&prefix)
+                        .then(|| line[prefix.len()..].trim().to_owned())
+                })
+            })
+            .collect()
+    }
 }
 
 fn stub(responses: Vec<Vec<u8>>) -> Stub {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let hits = Arc::new(AtomicUsize::new(0));
-    let counter = hits.clone();
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let (counter, seen) = (hits.clone(), heads.clone());
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
             let mut reader = BufReader::new(stream.try_clone().unwrap());
             let mut length = 0usize;
+            let mut head = String::new();
             loop {
                 let mut line = String::new();
                 if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
@@ -39,7 +63,9 @@ fn stub(responses: Vec<Vec<u8>>) -> Stub {
                 if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
                     length = v.trim().parse().unwrap_or(0);
                 }
+                head.push_str(&line);
             }
+            seen.lock().unwrap().push(head);
             let mut body = vec![0; length];
             let _ = reader.read_exact(&mut body);
             let i = counter.fetch_add(1, Ordering::SeqCst);
@@ -48,7 +74,7 @@ fn stub(responses: Vec<Vec<u8>>) -> Stub {
             let _ = stream.flush();
         }
     });
-    Stub { base, hits }
+    Stub { base, hits, heads }
 }
 
 fn raw(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
@@ -427,19 +453,222 @@ async fn retries_are_bounded() {
     assert_eq!(stub.hits.load(Ordering::SeqCst), 3);
 }
 
+const UNAVAILABLE: &str =
+    r#"{"type":"/problems/service-unavailable","title":"t","status":503,"detail":"d"}"#;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn post_is_never_retried() {
-    let stub = stub(vec![problem(
-        "503 Service Unavailable",
-        r#"{"type":"/problems/service-unavailable","title":"t","status":503,"detail":"d"}"#,
-    )]);
-    let err = fast(&stub)
+async fn a_create_is_retried_under_one_idempotency_key() {
+    let stub = stub(vec![
+        problem("503 Service Unavailable", UNAVAILABLE),
+        problem(
+            "409 Conflict",
+            r#"{"type":"/problems/request-in-progress","title":"t","status":409,"detail":"d"}"#,
+        ),
+        json("201 Created", r#"{"id":1,"title":"t","body":"b"}"#),
+    ]);
+    let api = fast(&stub);
+    let note = api.notes().create(&NoteInput::new("t", "b")).await.unwrap();
+    assert_eq!(note.id, 1);
+    assert_eq!(stub.hits.load(Ordering::SeqCst), 3);
+    let keys = stub.header_values("Idempotency-Key");
+    let first = keys[0].clone().expect("a create carries a key");
+    assert_eq!(first.len(), 32);
+    assert!(first.bytes().all(|b| b.is_ascii_hexdigit()), "{first}");
+    assert_eq!(
+        keys,
+        vec![Some(first.clone()); 3],
+        "one key for every attempt"
+    );
+
+    // Another call is another request: a fresh key.
+    api.tags().create(&TagInput::new("x")).await.unwrap_err();
+    let keys = stub.header_values("Idempotency-Key");
+    assert_ne!(keys[3].as_deref(), Some(first.as_str()));
+
+    // The caller's own key is sent as given.
+    let key = IdempotencyKey::new("caller-key-1").unwrap();
+    let made = api
         .notes()
-        .create(&NoteInput::new("t", "b"))
+        .create_with_key(&NoteInput::new("t", "b"), &key)
         .await
-        .unwrap_err();
+        .unwrap();
+    assert_eq!((made.key, made.replayed, made.value.id), (key, false, 1));
+    assert_eq!(
+        stub.header_values("idempotency-key")
+            .last()
+            .unwrap()
+            .as_deref(),
+        Some("caller-key-1")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_issue_and_rotate_are_never_retried() {
+    let stub = stub(vec![problem("503 Service Unavailable", UNAVAILABLE)]);
+    let api = fast(&stub);
+    let tokens = api.users().tokens(7);
+    let err = tokens.issue(&IssueToken::default()).await.unwrap_err();
     assert_eq!(err.status(), Some(503));
     assert_eq!(stub.hits.load(Ordering::SeqCst), 1);
+    let err = tokens.rotate(3).await.unwrap_err();
+    assert_eq!(err.status(), Some(503));
+    assert_eq!(stub.hits.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        stub.header_values("idempotency-key"),
+        vec![None, None],
+        "the service cannot replay an issue: no key is sent"
+    );
+    assert_eq!(
+        stub.header_values("x-user-id"),
+        vec![Some("7".to_owned()); 2]
+    );
+    // Verifying only reads: retried like a GET.
+    api.users()
+        .verify_token(&RawToken::new("abc"))
+        .await
+        .unwrap_err();
+    assert_eq!(stub.hits.load(Ordering::SeqCst), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_delivery_is_retried_with_one_signature() {
+    let stub = stub(vec![
+        problem("503 Service Unavailable", UNAVAILABLE),
+        json("202 Accepted", r#"{"id":5,"status":"accepted"}"#),
+    ]);
+    let body = br#"{"event_type":"x"}"#;
+    let receipt = fast(&stub).webhooks().deliver(b"s", body).await.unwrap();
+    assert_eq!(receipt.id, 5);
+    let signatures = stub.header_values("x-webhook-signature");
+    assert_eq!(signatures.len(), 2);
+    assert_eq!(
+        signatures[0], signatures[1],
+        "the service dedupes exact replays"
+    );
+    let signature = signatures[0].clone().unwrap();
+    let t: i64 = signature.split(',').next().unwrap()[2..].parse().unwrap();
+    assert_eq!(signature, webhook_verify::header(b"s", t, body));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_refusals_are_typed_and_other_bodies_invalid() {
+    let revoked = stub(vec![json(
+        "409 Conflict",
+        r#"{"error":"token already revoked"}"#,
+    )]);
+    let err = fast(&revoked)
+        .users()
+        .tokens(1)
+        .revoke(2)
+        .await
+        .unwrap_err();
+    match err {
+        ClientError::Refused {
+            status,
+            error,
+            operation,
+            ..
+        } => {
+            assert_eq!(
+                (status, error.as_str(), operation),
+                (409, "token already revoked", "revoke_token")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Only the token routes answer that way: elsewhere it is not a problem document.
+    let err = fast(&revoked).notes().delete(2).await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::InvalidResponse { .. }),
+        "{err:?}"
+    );
+    let other = stub(vec![json("404 Not Found", r#"{"message":"nope"}"#)]);
+    let err = fast(&other)
+        .users()
+        .tokens(1)
+        .list(PageRequest::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ClientError::InvalidResponse { .. }),
+        "{err:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conditional_reads_and_their_tags() {
+    let note = r#"{"id":1,"title":"t","body":"b"}"#;
+    let stub = stub(vec![
+        raw("304 Not Modified", &[("ETag", "\"abc\"")], b""),
+        raw(
+            "200 OK",
+            &[("Content-Type", "application/json"), ("ETag", "\"def\"")],
+            note.as_bytes(),
+        ),
+        json("200 OK", note),
+        raw(
+            "200 OK",
+            &[("Content-Type", "application/json"), ("ETag", "not-quoted")],
+            note.as_bytes(),
+        ),
+    ]);
+    let api = fast(&stub);
+    let etag = ETag::parse("\"abc\"").unwrap();
+    assert_eq!(api.notes().get_if_none_match(1, &etag).await.unwrap(), None);
+    let fresh = api
+        .notes()
+        .get_if_none_match(1, &etag)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(fresh.etag.as_str(), "\"def\"");
+    assert_eq!(
+        stub.header_values("if-none-match")[..2],
+        [Some("\"abc\"".to_owned()), Some("\"abc\"".to_owned())]
+    );
+    for _ in 0..2 {
+        let err = api.notes().get_tagged(1).await.unwrap_err();
+        assert!(
+            matches!(err, ClientError::InvalidResponse { .. }),
+            "{err:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_ends_at_the_first_bad_page() {
+    let article = |id: i64| {
+        format!(r#"{{"id":{id},"title":"t","author":"a","created_at":"2026-01-01T00:00:00Z"}}"#)
+    };
+    let stub = stub(vec![
+        json(
+            "200 OK",
+            &format!(
+                r#"{{"items":[{}],"limit":1,"has_more":true,"next_cursor":9}}"#,
+                article(9)
+            ),
+        ),
+        // The cursor is not the last item's id: the page contradicts itself.
+        json(
+            "200 OK",
+            &format!(
+                r#"{{"items":[{}],"limit":1,"has_more":true,"next_cursor":3}}"#,
+                article(8)
+            ),
+        ),
+    ]);
+    let mut stream = std::pin::pin!(fast(&stub).articles().cursor_stream(1));
+    assert_eq!(stream.try_next().await.unwrap().unwrap().id, 9);
+    let err = stream.try_next().await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::InvalidResponse { .. }),
+        "{err:?}"
+    );
+    assert!(stream.try_next().await.unwrap().is_none());
+    assert_eq!(
+        stub.heads.lock().unwrap()[1].lines().next().unwrap(),
+        "GET /articles/cursor?limit=1&after=9 HTTP/1.1"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

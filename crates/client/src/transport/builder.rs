@@ -12,13 +12,31 @@ use crate::error::ClientError;
 use super::{Client, Inner};
 
 /// Bodies larger than this are refused as invalid rather than buffered.
+///
+/// ```
+/// assert_eq!(client::MAX_RESPONSE_BYTES, 8 * 1024 * 1024);
+/// ```
 pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+/// The header the API key goes in unless [`ClientBuilder::api_key_header`] names another.
+///
+/// ```
+/// assert_eq!(client::DEFAULT_API_KEY_HEADER, "X-API-Key");
+/// ```
 pub const DEFAULT_API_KEY_HEADER: &str = "X-API-Key";
 
-/// When and how often an idempotent call (GET, PUT, DELETE) is retried: after a connection
-/// error or timeout, a 429 or a 5xx. The delay is `Retry-After` when the response sends one,
-/// else `base_backoff · 2^(attempt-1)`, at most `max_backoff`; a `Retry-After` longer than
-/// `max_backoff` is not waited for (the error is returned). POST is never retried.
+/// When and how often a call that is safe to repeat is retried: after a connection error or
+/// timeout, a 429, a 5xx, or a 409 `request-in-progress`. Safe to repeat are GET, PUT and
+/// DELETE, every create (it carries an `Idempotency-Key`), a webhook delivery (the service
+/// deduplicates exact replays) and token verification (it only reads); issuing and rotating a
+/// token never are. The delay is `Retry-After` when the response sends one, else
+/// `base_backoff · 2^(attempt-1)`, at most `max_backoff`; a `Retry-After` longer than
+/// `max_backoff` is not waited for (the error is returned).
+///
+/// ```
+/// use std::time::Duration;
+/// let patient = client::RetryPolicy { max_attempts: 5, ..Default::default() };
+/// assert_eq!(patient.base_backoff, Duration::from_millis(200));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Attempts in all, the first included (1 disables retries).
@@ -38,6 +56,11 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// One attempt only.
+    ///
+    /// ```
+    /// assert_eq!(client::RetryPolicy::none().max_attempts, 1);
+    /// ```
     pub fn none() -> Self {
         RetryPolicy {
             max_attempts: 1,
@@ -55,6 +78,11 @@ impl RetryPolicy {
 
 /// Configures a [`Client`]. Credentials given here are sent with every request and never
 /// printed (Debug shows `***`).
+///
+/// ```
+/// let api = client::ClientBuilder::new("http://127.0.0.1:8080").expect_service("notes").build()?;
+/// # let _ = api; Ok::<(), client::ClientError>(())
+/// ```
 #[derive(Clone)]
 pub struct ClientBuilder {
     base_url: String,
@@ -82,6 +110,11 @@ impl fmt::Debug for ClientBuilder {
 
 impl ClientBuilder {
     /// `base_url`: `http(s)://host[:port][/prefix]`.
+    ///
+    /// ```
+    /// let builder = client::ClientBuilder::new("http://127.0.0.1:8080/api");
+    /// # let _ = builder;
+    /// ```
     pub fn new(base_url: impl Into<String>) -> Self {
         ClientBuilder {
             base_url: base_url.into(),
@@ -96,23 +129,46 @@ impl ClientBuilder {
     }
 
     /// Time limit of one attempt, from sending to the end of the body (default 30 s).
+    ///
+    /// ```
+    /// let b = client::Client::builder("http://x").timeout(std::time::Duration::from_secs(5));
+    /// # let _ = b;
+    /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
     /// Time limit to establish a connection (default 5 s).
+    ///
+    /// ```
+    /// let b = client::Client::builder("http://x").connect_timeout(std::time::Duration::from_secs(1));
+    /// # let _ = b;
+    /// ```
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
 
+    /// How calls are retried (default: [`RetryPolicy::default`], 3 attempts).
+    ///
+    /// ```
+    /// let b = client::Client::builder("http://x").retry(client::RetryPolicy::none());
+    /// # let _ = b;
+    /// ```
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
         self
     }
 
-    /// Sends `Authorization: Bearer <token>` (a JWT for `/examples/protected`).
+    /// Sends `Authorization: Bearer <token>`: a JWT for `/examples/protected`, or a raw
+    /// access token from [`Tokens::issue`](crate::Tokens::issue) when the service runs with
+    /// `API_AUTH=tokens`.
+    ///
+    /// ```
+    /// let b = client::Client::builder("http://x").bearer_token("3f2a…");
+    /// # let _ = b;
+    /// ```
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.bearer = Some(token.into());
         self
@@ -120,11 +176,22 @@ impl ClientBuilder {
 
     /// Sends the API key (for `/machine/health`) in `X-API-Key`, or the header set by
     /// [`ClientBuilder::api_key_header`].
+    ///
+    /// ```
+    /// let b = client::Client::builder("http://x").api_key("machine-key");
+    /// # let _ = b;
+    /// ```
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(key.into());
         self
     }
 
+    /// The header the API key goes in (the service's `API_KEY_HEADER`).
+    ///
+    /// ```
+    /// let b = client::Client::builder("http://x").api_key("k").api_key_header("X-Machine-Key");
+    /// # let _ = b;
+    /// ```
     pub fn api_key_header(mut self, name: impl Into<String>) -> Self {
         self.api_key_header = name.into();
         self
@@ -133,11 +200,21 @@ impl ClientBuilder {
     /// Strict service identity: a reply naming another service (`service` of the health
     /// routes, `name` of `/`) is [`ClientError::ServiceMismatch`], before any of its data is
     /// returned.
+    ///
+    /// ```
+    /// let b = client::Client::builder("http://x").expect_service("notes-service");
+    /// # let _ = b;
+    /// ```
     pub fn expect_service(mut self, name: impl Into<String>) -> Self {
         self.expected_service = Some(name.into());
         self
     }
 
+    /// The client; [`ClientError::Config`] for an unusable base URL or credential.
+    ///
+    /// ```
+    /// assert!(client::Client::builder("ftp://x").build().is_err());
+    /// ```
     pub fn build(self) -> Result<Client, ClientError> {
         let base = self.base_url.trim_end_matches('/').to_owned();
         let parsed =

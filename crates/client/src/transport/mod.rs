@@ -10,13 +10,25 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use reqwest::header::{self, HeaderMap};
+use problem_details::Slug;
+use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 
 use crate::error::ClientError;
 
-/// The typed client. Cheap to clone (one connection pool, shared).
+/// The typed client. Cheap to clone (one connection pool, shared). Each area of the API is
+/// behind an accessor: [`notes`](Client::notes), [`tags`](Client::tags),
+/// [`comments`](Client::comments), [`articles`](Client::articles),
+/// [`v1_notes`](Client::v1_notes), [`v2_notes`](Client::v2_notes), [`users`](Client::users),
+/// [`accounts`](Client::accounts), [`webhooks`](Client::webhooks).
+///
+/// ```no_run
+/// # async fn run() -> Result<(), client::ClientError> {
+/// let api = client::Client::builder("http://127.0.0.1:8080").build()?;
+/// let note = api.notes().create(&client::NoteInput::new("t", "b")).await?;
+/// # let _ = note; Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -40,38 +52,75 @@ impl fmt::Debug for Client {
     }
 }
 
-/// One logical call: the OpenAPI operation, method, path and body.
+/// One logical call: the OpenAPI operation, method, path, headers and body.
 pub(crate) struct Call {
     pub op: &'static str,
     pub method: Method,
     pub path: String,
     pub query: Vec<(&'static str, String)>,
     pub body: Option<Vec<u8>>,
+    /// This call's own headers (`Idempotency-Key`, `If-Match`, `X-User-Id`, …).
+    pub headers: HeaderMap,
+    /// Sending it again cannot do anything twice: GET, PUT and DELETE by their semantics, a
+    /// POST only when it carries an `Idempotency-Key` or merely reads.
+    pub retry_safe: bool,
     /// Statuses that are answers of this operation even though they look retryable.
     pub answers: &'static [u16],
+    /// Area D's refusals are `{"error": "…"}` bodies rather than problem documents.
+    pub plain_errors: bool,
 }
 
 impl Call {
     pub fn new(op: &'static str, method: Method, path: impl Into<String>) -> Self {
         Call {
             op,
+            retry_safe: matches!(method, Method::GET | Method::PUT | Method::DELETE),
             method,
             path: path.into(),
             query: Vec::new(),
             body: None,
+            headers: HeaderMap::new(),
             answers: &[],
+            plain_errors: false,
         }
     }
 
-    pub fn json(mut self, body: &impl serde::Serialize) -> Result<Self, ClientError> {
+    pub fn json(self, body: &impl serde::Serialize) -> Result<Self, ClientError> {
         let bytes = serde_json::to_vec(body)
             .map_err(|e| ClientError::Config(format!("{}: request body: {e}", self.op)))?;
-        self.body = Some(bytes);
-        Ok(self)
+        Ok(self.bytes(bytes))
+    }
+
+    /// A body sent exactly as given (a signed webhook: the signature covers these bytes).
+    pub fn bytes(mut self, body: Vec<u8>) -> Self {
+        self.body = Some(body);
+        self
     }
 
     pub fn query(mut self, query: Vec<(&'static str, String)>) -> Self {
         self.query = query;
+        self
+    }
+
+    pub fn header(mut self, name: &'static str, value: &str) -> Result<Self, ClientError> {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| ClientError::Config(format!("{name:?} is not a header name")))?;
+        let value = HeaderValue::from_str(value).map_err(|_| {
+            ClientError::InvalidInput(format!("{}: {value:?} is not a valid {name}", self.op))
+        })?;
+        self.headers.insert(name, value);
+        Ok(self)
+    }
+
+    /// Marks a POST that only reads, or that the service deduplicates by itself, as safe to
+    /// send again.
+    pub fn retry_safe(mut self) -> Self {
+        self.retry_safe = true;
+        self
+    }
+
+    pub fn plain_errors(mut self) -> Self {
+        self.plain_errors = true;
         self
     }
 }
@@ -79,6 +128,7 @@ impl Call {
 /// A received response, body read in full.
 pub(crate) struct Reply {
     pub op: &'static str,
+    pub plain_errors: bool,
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Vec<u8>,
@@ -90,6 +140,12 @@ enum Failure {
 }
 
 impl Client {
+    /// A [`ClientBuilder`] for the service at `base_url`.
+    ///
+    /// ```
+    /// let api = client::Client::builder("http://127.0.0.1:8080").build()?;
+    /// # let _ = api; Ok::<(), client::ClientError>(())
+    /// ```
     pub fn builder(base_url: impl Into<String>) -> ClientBuilder {
         ClientBuilder::new(base_url)
     }
@@ -98,11 +154,10 @@ impl Client {
         self.inner.expected_service.as_deref()
     }
 
-    /// Sends `call`, retrying as the [`RetryPolicy`] allows.
+    /// Sends `call`, retrying as the [`RetryPolicy`] allows when the call is safe to repeat.
     pub(crate) async fn execute(&self, call: &Call) -> Result<Reply, ClientError> {
-        let idempotent = matches!(call.method, Method::GET | Method::PUT | Method::DELETE);
         let policy = self.inner.retry;
-        let attempts = if idempotent {
+        let attempts = if call.retry_safe {
             policy.max_attempts.max(1)
         } else {
             1
@@ -125,7 +180,10 @@ impl Client {
                 Err(Failure::Body(reason)) => return Err(ClientError::invalid(call.op, reason)),
                 Ok(reply) => {
                     let status = reply.status.as_u16();
-                    let retryable = (status == 429 || reply.status.is_server_error())
+                    // A concurrent twin holds the Idempotency-Key: its answer is worth waiting for.
+                    let retryable = (status == 429
+                        || reply.status.is_server_error()
+                        || (status == 409 && reply.slug() == Some(Slug::RequestInProgress)))
                         && !call.answers.contains(&status);
                     if last || !retryable {
                         return Ok(reply);
@@ -149,6 +207,7 @@ impl Client {
             .http
             .request(call.method.clone(), url)
             .headers(self.inner.headers.clone())
+            .headers(call.headers.clone())
             .header(header::ACCEPT, "application/json, application/problem+json");
         if !call.query.is_empty() {
             req = req.query(&call.query);
@@ -183,6 +242,7 @@ impl Client {
         }
         Ok(Reply {
             op: call.op,
+            plain_errors: call.plain_errors,
             status,
             headers,
             body,

@@ -7,6 +7,9 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use problem_details::Slug;
+
+use crate::conditional::ETag;
 use crate::error::{ClientError, FieldCode, FieldError, Problem, ProblemKind};
 
 use super::{Reply, retry_after};
@@ -67,6 +70,19 @@ struct RawProblem {
     extensions: Map<String, Value>,
 }
 
+/// Area D's refusal body.
+#[derive(Deserialize)]
+struct RawRefusal {
+    error: String,
+}
+
+/// Just the `type` of a problem, to decide on a retry without decoding the rest.
+#[derive(Deserialize)]
+struct RawProblemType {
+    #[serde(rename = "type")]
+    type_uri: String,
+}
+
 #[derive(Deserialize)]
 struct RawFieldError {
     field: String,
@@ -111,10 +127,71 @@ impl Reply {
                 content_type: ct,
             };
         }
+        let refusal = || decode_json::<RawRefusal>(&self.body).ok();
         match self.problem() {
             Ok(p) => ClientError::Api(Box::new(p)),
+            Err(_) if self.plain_errors && ct.as_deref() == Some("application/json") => {
+                match refusal() {
+                    Some(r) => ClientError::Refused {
+                        operation: self.op,
+                        status,
+                        error: r.error,
+                        request_id: self.request_id(),
+                    },
+                    None => ClientError::invalid(
+                        self.op,
+                        "error body: neither a problem document nor {\"error\": \"…\"}",
+                    ),
+                }
+            }
             Err(reason) => ClientError::invalid(self.op, format!("problem document: {reason}")),
         }
+    }
+
+    /// The problem type of an error answer, when it is a problem document of a known type.
+    pub fn slug(&self) -> Option<Slug> {
+        if !self.status.is_client_error() || !self.content_type().as_deref().is_some_and(is_json) {
+            return None;
+        }
+        let raw: RawProblemType = decode_json(&self.body).ok()?;
+        match ProblemKind::from_type_uri(&raw.type_uri) {
+            ProblemKind::Known(slug) => Some(slug),
+            ProblemKind::Other(_) => None,
+        }
+    }
+
+    fn request_id(&self) -> Option<String> {
+        self.headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    }
+
+    /// The `ETag`, which must be an entity tag when sent.
+    pub fn etag(&self) -> Result<Option<ETag>, ClientError> {
+        let Some(value) = self.headers.get(header::ETAG) else {
+            return Ok(None);
+        };
+        value
+            .to_str()
+            .ok()
+            .and_then(ETag::parse)
+            .map(Some)
+            .ok_or_else(|| ClientError::invalid(self.op, "the ETag header is not an entity tag"))
+    }
+
+    /// The `ETag` of an answer that must carry one.
+    pub fn required_etag(&self) -> Result<ETag, ClientError> {
+        self.etag()?
+            .ok_or_else(|| ClientError::invalid(self.op, "the ETag header is missing"))
+    }
+
+    /// `Idempotent-Replayed: true`: the answer repeats the first one to the same key.
+    pub fn replayed(&self) -> bool {
+        self.headers
+            .get("idempotent-replayed")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
     }
 
     fn problem(&self) -> Result<Problem, String> {
@@ -126,11 +203,7 @@ impl Reply {
                 self.status.as_u16()
             ));
         }
-        let request_id = self
-            .headers
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let request_id = self.request_id();
         Ok(Problem {
             operation: self.op,
             kind: ProblemKind::from_type_uri(&raw.type_uri),
