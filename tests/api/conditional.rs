@@ -215,12 +215,15 @@ async fn concurrent_edits_of_one_version_have_one_winner(app: TestApp) {
 }
 
 async fn an_account_is_tagged_by_its_last_sequence_and_appends_honour_if_match(app: TestApp) {
-    json(
-        app.post_json("/accounts", &json!({"account_id": "a", "owner": "o"}))
-            .await,
-        StatusCode::CREATED,
-    )
-    .await;
+    let opened = app
+        .post_json("/accounts", &json!({"account_id": "a", "owner": "o"}))
+        .await;
+    assert_eq!(
+        tag_of(&opened),
+        "\"1\"",
+        "the open answers the account's tag"
+    );
+    json(opened, StatusCode::CREATED).await;
     let res = app.get("/accounts/a").await;
     assert_eq!(tag_of(&res), "\"1\"");
     let res = send(
@@ -263,6 +266,11 @@ async fn an_account_is_tagged_by_its_last_sequence_and_appends_honour_if_match(a
         Some(&deposit),
     )
     .await;
+    assert_eq!(
+        tag_of(&res),
+        "\"2\"",
+        "an append answers the account's new tag"
+    );
     assert_eq!(json(res, StatusCode::CREATED).await["sequence"], 2);
     assert_eq!(tag_of(&app.get("/accounts/a").await), "\"2\"");
     let res = send(
@@ -345,6 +353,21 @@ async fn the_document_shows_the_conditional_headers() {
         }
         assert!(
             item["put"]["responses"]["200"]["headers"]["ETag"].is_object(),
+            "{path}"
+        );
+    }
+    // Only reads answer 304: a write's answer is what it made.
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if method != "get" {
+                assert!(op["responses"]["304"].is_null(), "{method} {path}");
+            }
+        }
+    }
+    // Account writes answer the account's tag.
+    for path in ["/accounts", "/accounts/{id}/events"] {
+        assert!(
+            doc["paths"][path]["post"]["responses"]["201"]["headers"]["ETag"].is_object(),
             "{path}"
         );
     }

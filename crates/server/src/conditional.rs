@@ -259,6 +259,32 @@ pub fn etag_header(v: OpenApiVersion) -> Header {
     )
 }
 
+/// A write's 200 answer: the resource's new state with its `ETag` (never 304: a write's answer
+/// is what it made).
+pub struct Updated<T>(Tagged<T>);
+
+impl<T> Updated<T> {
+    pub fn new(body: T) -> Self {
+        Updated(Tagged::new(body))
+    }
+}
+
+impl<T: Serialize> Responder for Updated<T> {
+    type Body = BoxBody;
+
+    fn respond_to(self, req: &HttpRequest) -> HttpResponse {
+        self.0.respond_to(req)
+    }
+}
+
+crate::answer_component!(Updated, Json, |v, _, description| {
+    Some(answers::with_header(
+        answers::ok::<Json<T>>(v, description)?,
+        "ETag",
+        &etag_header(v),
+    ))
+});
+
 crate::answer_component!(Tagged, Json, |v, _, description| {
     let etag = etag_header(v);
     let mut responses =

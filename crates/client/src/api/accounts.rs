@@ -62,8 +62,8 @@ impl Accounts<'_> {
         Ok(self.opened(input, None).await?.value)
     }
 
-    /// `POST /accounts` under the caller's `key`. On this route the same key with another body
-    /// is 409 `conflict` (not 422 `idempotency-key-reused`).
+    /// `POST /accounts` under the caller's `key`; the same key with another body is 422
+    /// `idempotency-key-reused`.
     ///
     /// ```no_run
     /// # async fn run(api: client::Client) -> Result<(), client::ClientError> {
@@ -223,7 +223,7 @@ impl Accounts<'_> {
     }
 
     /// `POST /accounts/{id}/events` under the caller's `key` (the same key with another body
-    /// is 409 `conflict`).
+    /// is 422 `idempotency-key-reused`).
     ///
     /// ```no_run
     /// # async fn run(api: client::Client) -> Result<(), client::ClientError> {

@@ -83,7 +83,7 @@ async fn idempotent_creates_write_once(server: Running) {
         other => panic!("{other:?}"),
     }
 
-    // The ledger keeps its own keys: a reused one is 409 conflict there.
+    // The ledger's keys are the same mechanism: a reused one is 422 there too.
     let (accounts, open) = (api.accounts(), OpenAccount::new("acc", "o"));
     replayed(|| accounts.open_with_key(&open, &ko)).await;
     let (pay, deposit) = (key("pay-1"), NewEvent::deposit(100));
@@ -92,7 +92,7 @@ async fn idempotent_creates_write_once(server: Running) {
         .append_with_key("acc", &NewEvent::deposit(7), &pay)
         .await
         .unwrap_err();
-    assert!(err.is(Slug::Conflict), "{err:?}");
+    assert!(err.is(Slug::IdempotencyKeyReused), "{err:?}");
     assert_eq!(accounts.get("acc").await.unwrap().balance_cents, 100);
 }
 

@@ -178,8 +178,9 @@ pub struct EventsQuery {
     pub limit: Option<i64>,
 }
 
-/// 201 with the stored event; `Location` names the account on open, and a replayed answer
-/// carries `Idempotent-Replayed: true`.
+/// 201 with the stored event; `Location` names the account on open, a replayed answer carries
+/// `Idempotent-Replayed: true`, and `ETag` is the account's tag as of this event (`"N"`, its
+/// sequence), ready for the If-Match of the next append.
 pub struct CreatedEvent {
     recorded: Recorded,
     location: bool,
@@ -199,6 +200,10 @@ impl Responder for CreatedEvent {
         if self.recorded.replayed {
             res.insert_header((crate::idempotent::REPLAYED, "true"));
         }
+        res.insert_header((
+            actix_web::http::header::ETAG,
+            crate::conditional::sequence_tag(self.recorded.event.sequence),
+        ));
         res.json(AccountEventDto::from(self.recorded.event))
     }
 }
@@ -221,8 +226,23 @@ impl ApiComponent for CreatedEvent {
         content_type: Option<String>,
         description: Option<String>,
     ) -> Option<Responses> {
-        <CreatedJson<AccountEventDto> as ApiComponent>::responses(v, content_type, description)
-            .map(|r| crate::idempotent::with_replayed_header(r, v))
+        let created = <CreatedJson<AccountEventDto> as ApiComponent>::responses(
+            v,
+            content_type,
+            description,
+        )?;
+        let tag = crate::openapi::answers::header(
+            "The account's ETag as of this event (`\"N\"`, the event's sequence): the If-Match \
+             of a next append that must follow this one.",
+            true,
+            serde_json::json!({"type": "string"}),
+            v,
+        );
+        Some(crate::openapi::answers::with_header(
+            crate::idempotent::with_replayed_header(created, v),
+            "ETag",
+            &tag,
+        ))
     }
 }
 

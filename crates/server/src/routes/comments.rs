@@ -12,7 +12,7 @@ use apistos::schemars;
 
 use super::dto::PageQuery;
 use super::notes::NotePath;
-use crate::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged};
+use crate::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged, Updated};
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
@@ -132,7 +132,7 @@ pub async fn update(
     path: Path<CommentPath>,
     if_match: IfMatch,
     body: JsonObject<CommentBody>,
-) -> Result<Tagged<CommentDto>, ApiError> {
+) -> Result<Updated<CommentDto>, ApiError> {
     let CommentPath {
         note_id,
         comment_id,
@@ -145,7 +145,7 @@ pub async fn update(
             repo::comments::update(c, note_id, comment_id, &input).map_err(Precondition::Op)
         })
         .await?;
-    Ok(Tagged::new(comment.into()))
+    Ok(Updated::new(comment.into()))
 }
 
 /// Delete a comment

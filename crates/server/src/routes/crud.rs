@@ -34,7 +34,7 @@ macro_rules! crud_routes {
             use $crate::error::ApiError;
             use $crate::idempotent::{Created, Retry};
             use $crate::links::Linked;
-            use $crate::conditional::{IfMatch, IfNoneMatchParam, Tagged};
+            use $crate::conditional::{IfMatch, IfNoneMatchParam, Tagged, Updated};
             use $crate::extract::{JsonObject, RawQuery};
             use $crate::routes::dto::PageQuery;
             use $ops as ops;
@@ -88,8 +88,8 @@ macro_rules! crud_routes {
                 path: Path<$path>,
                 if_match: IfMatch,
                 body: JsonObject<$body>,
-            ) -> Result<Tagged<$dto>, ApiError> {
-                Ok(Tagged::new(ops::replace_one(&db, path.$field, if_match, &body).await?))
+            ) -> Result<Updated<$dto>, ApiError> {
+                Ok(Updated::new(ops::replace_one(&db, path.$field, if_match, &body).await?))
             }
 
             $(#[doc = $delete_doc])*
