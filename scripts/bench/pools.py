@@ -4,8 +4,8 @@
   pools.py rows OUT ROWS USER     the reads and writes of the 1,000,000-row sections, for a
                                   database seeded by `server seed` with ROWS rows per table,
                                   and the token routes of USER
-  pools.py tokens OUT USER        DELETE and rotate pools over the live tokens of USER, read as
-                                  the JSON of GET /users/{USER}/tokens on standard input
+  pools.py tokens OUT USER BASE   DELETE and rotate pools over the live tokens of USER, read
+                                  page by page from GET BASE/users/{USER}/tokens
 
 Writes that need distinct targets (DELETE, a unique name) walk disjoint id ranges in order, so
 a run of fewer requests than POOL never sends one twice; the rest pick ids at random (fixed
@@ -14,6 +14,7 @@ seed) from the seeded rows. Note 1 holds every seeded comment: no pool deletes i
 import json
 import random
 import sys
+import urllib.request
 from pathlib import Path
 
 POOL = 300_000
@@ -48,8 +49,19 @@ def rows(out: Path, n: int, user: str):
     write(out, "post_account", (("POST", "/accounts", body(account_id=f"bench-new-{i}", owner="bench")) for i in range(POOL)))
 
 
-def tokens(out: Path, user: str):
-    live = [t["id"] for t in json.load(sys.stdin)["items"] if not t.get("revoked_at")]
+def tokens(out: Path, user: str, base: str):
+    # Page by page, as a client would: one unpaged list of the run's ~100,000 tokens would take
+    # the server tens of MiB for that one answer, and the run measures its routes, not this.
+    live, offset = [], 0
+    while True:
+        request = urllib.request.Request(f"{base}/users/{user}/tokens?limit=100&offset={offset}",
+                                         headers={"X-User-Id": user})
+        with urllib.request.urlopen(request) as answer:
+            page = json.load(answer)
+        live += [t["id"] for t in page["items"] if not t.get("revoked_at")]
+        offset += len(page["items"])
+        if not page["items"] or offset >= page["total"]:
+            break
     half = len(live) // 2
     write(out, "delete_token", (("DELETE", f"/users/{user}/tokens/{i}") for i in live[:half]))
     write(out, "rotate_token", (("POST", f"/users/{user}/tokens/{i}/rotate") for i in live[half:]))
@@ -61,4 +73,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "rows":
         rows(out, int(sys.argv[3]), sys.argv[4])
     else:
-        tokens(out, sys.argv[3])
+        tokens(out, sys.argv[3], sys.argv[4])

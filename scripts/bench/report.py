@@ -58,7 +58,16 @@ DESIGN = """## Why a list costs what its page costs
   SQLite's page cache is 1 MiB per connection (`storage::SQLITE_CACHE_KIB`) and memory-mapped
   I/O is off, so resident memory does not grow with the file. On a 1,000,000-article file under
   16 connections: 16 threads and 2 MiB caches took 108 MiB, the pool's 8 threads and 1 MiB
-  caches 43 MiB at the same throughput.
+  caches 43 MiB at the same throughput. What the run's peak is made of (SQLite, measured with
+  `VmHWM` sampled every half second): about 24 MiB at start (12 MiB of it the binary's code),
+  +13 MiB when the deep offset pages of the curve fill every pooled connection's page cache,
+  a few MiB for the 1M-row tables; the write routes add little. One unpaged
+  `GET /users/{id}/tokens` of the ~100,000 tokens the token writes leave took the server from
+  53 to 92 MiB for that answer (every token, as the spec's list has it, held at once); the
+  bench now reads them page by page, as a client of a user with that many tokens should.
+- **Each list is compared with the point read run just before it** (same tables, neighbouring
+  seconds; the ceiling is measured the same way): this shared 2-core machine drifts by more
+  than the margins being checked over a section's few minutes.
 """
 
 CURVE_ADVICE = (
@@ -118,15 +127,20 @@ def main():
                 mark = "meets" if r["rps"] >= target else "misses"
                 ratios.append(f"- {b}: ledger appends to {n} = **{r['rps']:,.0f}/s** (target ≥ {target:,}/s, {mark} it)")
     # Issue 21: at ROWS rows the first page of every list keeps at least half the point read.
+    # Each list against the point read run just before it (same tables, neighbouring seconds).
     for b in backends:
-        point = rows.get("1M: GET /notes/{id}", {}).get(b)
         for name, by_backend in rows.items():
             r = by_backend.get(b)
-            if point and r and point["rps"] and name.startswith("1M: GET ") and name.endswith(" first page"):
+            if not (r and name.startswith("1M: GET ") and name.endswith(" first page")):
+                continue
+            path = name.removeprefix("1M: GET ").removesuffix(" first page")
+            point = (rows.get(f"1M: GET /notes/{{id}} before {path}", {}).get(b)
+                     or rows.get("1M: GET /notes/{id}", {}).get(b))
+            if point and point["rps"]:
                 ratio = r["rps"] / point["rps"]
                 mark = "meets" if ratio >= 0.5 else "misses"
                 ratios.append(f"- {b}: `{name.removeprefix('1M: ')}` at 1M rows = **{ratio:.2f}×** the point read of the same tables "
-                              f"({r['rps']:,.0f} vs {point['rps']:,.0f} req/s; target ≥ 0.5×, {mark} it)")
+                              f"run just before it ({r['rps']:,.0f} vs {point['rps']:,.0f} req/s; target ≥ 0.5×, {mark} it)")
         page, point = rows.get("GET /notes?limit=20", {}).get(b), rows.get("GET /notes/{id}", {}).get(b)
         if page and point and point["rps"]:
             ratios.append(f"- {b}: `GET /notes?limit=20` at 10k rows = **{page['rps'] / point['rps']:.2f}×** the point read "

@@ -133,9 +133,21 @@ pub struct Fact {
     pub change: Change,
 }
 
-/// The length of `payload` as compact JSON.
+/// The length of `payload` as compact JSON, counted as it is written rather than written into a
+/// buffer: a page of events measures every event it serves.
 pub fn encoded_len(payload: &Map<String, Value>) -> usize {
-    serde_json::to_vec(payload).map_or(usize::MAX, |v| v.len())
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, payload).map_or(usize::MAX, |()| counter.0)
 }
 
 /// A stored event.
