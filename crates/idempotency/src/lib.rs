@@ -96,8 +96,8 @@ impl ToProblem for InvalidKey {
 }
 
 /// A key as one caller sent it, with the cut-off (RFC 3339) before which its record has
-/// expired: what a write that records its keys itself carries (the ledger's batches, which
-/// answer many callers in one transaction; see [`repo::find_many`]).
+/// expired: what [`once`] runs under, and what a write that records its keys itself carries
+/// (the ledger's batches, which answer many callers in one transaction; [`repo::find_many`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallerKey {
     pub caller: String,
@@ -120,26 +120,17 @@ impl CallerKey {
 /// migration 12): [`repo::find_many`] finds them for any caller until they expire.
 pub const ANYONE: &str = "*";
 
-/// Who holds a key and when it is: the caller, and the cut-off before which records count as
-/// expired.
-#[derive(Debug, Clone)]
-pub struct Scope<'a> {
-    pub caller: &'a str,
-    pub now: &'a str,
-    pub not_before: &'a str,
-}
-
-/// Runs `operation` once per `key` of `scope.caller`: with a record of this very request,
-/// answers as then (`replayed`) without running it; with a record of another request,
-/// [`Error::Reused`]; otherwise runs it and records its answer, in the caller's transaction.
+/// Runs `operation` once per caller's `key`: with a record of this very request, answers as
+/// then (`replayed`) without running it; with a record of another request, [`Error::Reused`];
+/// otherwise runs it and records its answer as made at `now`, in the caller's transaction.
 pub fn once<E>(
     conn: &mut DbConnection,
-    scope: &Scope<'_>,
-    key: &Key,
+    key: &CallerKey,
+    now: &str,
     operation: impl FnOnce(&mut DbConnection) -> Result<Answer, E>,
 ) -> Result<Outcome, Error<E>> {
-    if let Some(stored) = repo::find(conn, scope.caller, key.key(), scope.not_before)? {
-        return if stored.fingerprint == key.fingerprint() {
+    if let Some(stored) = repo::find(conn, key)? {
+        return if stored.fingerprint == key.key.fingerprint() {
             Ok(Outcome {
                 answer: stored.answer,
                 replayed: true,
@@ -149,7 +140,7 @@ pub fn once<E>(
         };
     }
     let answer = operation(conn).map_err(Error::Operation)?;
-    match repo::record(conn, scope.caller, key, &answer, scope.now) {
+    match repo::record(conn, &key.caller, &key.key, &answer, now) {
         Ok(()) => Ok(Outcome {
             answer,
             replayed: false,

@@ -42,20 +42,15 @@ const ROW: (
     idempotency_keys::created_at,
 );
 
-/// The record of `caller`'s `key`, unless it was made before `not_before` (RFC 3339 text);
-/// such an expired record is deleted, so the key can be used afresh.
-pub fn find(
-    conn: &mut DbConnection,
-    caller: &str,
-    key: &str,
-    not_before: &str,
-) -> QueryResult<Option<Stored>> {
+/// The record of a caller's key, unless it was made before the key's `not_before`; such an
+/// expired record is deleted, so the key can be used afresh.
+pub fn find(conn: &mut DbConnection, key: &CallerKey) -> QueryResult<Option<Stored>> {
     let of_key = idempotency_keys::table
-        .filter(idempotency_keys::caller.eq(caller))
-        .filter(idempotency_keys::idempotency_key.eq(key));
+        .filter(idempotency_keys::caller.eq(&key.caller))
+        .filter(idempotency_keys::idempotency_key.eq(key.key.key()));
     let row: Option<Row> = of_key.select(ROW).first(conn).optional()?;
     match row {
-        Some((_, _, _, _, created_at)) if created_at.as_str() < not_before => {
+        Some((_, _, _, _, created_at)) if created_at < key.not_before => {
             diesel::delete(of_key).execute(conn)?;
             Ok(None)
         }

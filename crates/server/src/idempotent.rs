@@ -14,7 +14,7 @@ use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, Responder};
 use apistos::actix::CreatedJson;
 use apistos::paths::Responses;
 use apistos::{ApiComponent, OpenApiVersion};
-use idempotency::{Answer, CallerKey, Key, Outcome, Scope};
+use idempotency::{Answer, CallerKey, Key, Outcome};
 use problem_details::ToProblem;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -99,8 +99,8 @@ fn caller(req: &HttpRequest) -> String {
 }
 
 impl Retry {
-    /// The key bound to this operation (`scope`) and body, held by this caller, for a write that
-    /// records its key itself (the ledger's); invalid keys are 422.
+    /// The key bound to this operation (`scope`) and body, held by this caller (`None` without
+    /// the header); invalid keys are 422.
     pub fn caller_key(
         &self,
         scope: &str,
@@ -137,49 +137,36 @@ impl Retry {
                 body,
             })
         };
-        let Some(raw) = &self.key else {
+        let Some(key) = self.caller_key(scope, body)? else {
             return Ok(Created::new(db.write(fresh).await?, false));
         };
-        let key = Key::new(raw, scope, body)?;
-        let (caller, ttl) = (self.caller.clone(), self.ttl);
         let keyed = key.clone();
         let outcome = db
-            .write(move |c| {
-                let now = storage::timestamp::now_rfc3339();
-                let not_before = storage::timestamp::rfc3339_ago(ttl);
-                let scope = Scope {
-                    caller: &caller,
-                    now: &now,
-                    not_before: &not_before,
-                };
-                idempotency::once(c, &scope, &keyed, fresh)
-            })
+            .write(move |c| idempotency::once(c, &keyed, &storage::timestamp::now_rfc3339(), fresh))
             .await;
         match outcome {
             Ok(Outcome { answer, replayed }) => Ok(Created::new(answer, replayed)),
             Err(e) if e.problem.slug == problem_details::Slug::RequestInProgress => {
-                self.answer_of(db, key).await
+                answer_of(db, key).await
             }
             Err(e) => Err(e),
         }
     }
+}
 
-    /// After a concurrent request with the same key committed first: its answer.
-    async fn answer_of<T>(&self, db: &Db, key: Key) -> Result<Created<T>, ApiError> {
-        let (caller, ttl) = (self.caller.clone(), self.ttl);
-        let stored = db
-            .read(move |c| {
-                let not_before = storage::timestamp::rfc3339_ago(ttl);
-                idempotency::repo::find(c, &caller, key.key(), &not_before)
-                    .map(|s| s.map(|s| (s.fingerprint == key.fingerprint(), s.answer)))
-                    .map_err(Unkeyed::Storage)
-            })
-            .await?;
-        match stored {
-            Some((true, answer)) => Ok(Created::new(answer, true)),
-            Some((false, _)) => Err(Unkeyed::Reused.into()),
-            None => Err(Unkeyed::InProgress.into()),
-        }
+/// After a concurrent request with the same key committed first: its answer.
+async fn answer_of<T>(db: &Db, key: CallerKey) -> Result<Created<T>, ApiError> {
+    let stored = db
+        .read(move |c| {
+            idempotency::repo::find(c, &key)
+                .map(|s| s.map(|s| (s.fingerprint == key.key.fingerprint(), s.answer)))
+                .map_err(Unkeyed::Storage)
+        })
+        .await?;
+    match stored {
+        Some((true, answer)) => Ok(Created::new(answer, true)),
+        Some((false, _)) => Err(Unkeyed::Reused.into()),
+        None => Err(Unkeyed::InProgress.into()),
     }
 }
 
