@@ -4,7 +4,7 @@
 //! serves the event as stored and a batch records its keys without rendering answers.
 
 use idempotency::{Answer, CallerKey};
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use storage::DbConnection;
 
 use crate::Error;
@@ -16,6 +16,14 @@ pub enum KeyRecord {
     Made { aggregate_id: String, sequence: i64 },
     /// The key came with another request (another body, or another route's create).
     Other,
+}
+
+/// The body of a ledger record: the event a key made (migration 12 writes the same for the keys
+/// it carried over).
+#[derive(Serialize, Deserialize)]
+struct Reference<'a> {
+    aggregate_id: std::borrow::Cow<'a, str>,
+    sequence: i64,
 }
 
 /// The records of `keys`, in order (`None` for a key not used before, or expired).
@@ -39,21 +47,16 @@ fn record_of(stored: idempotency::repo::Stored, want: &CallerKey) -> Result<KeyR
         return Ok(KeyRecord::Other);
     }
     // Same fingerprint, so the same ledger route: the record is a reference.
-    let reference: serde_json::Value = serde_json::from_str(&stored.answer.body)
-        .map_err(|e| corrupt(format!("an idempotency record is not JSON: {e}")))?;
-    match (
-        reference["aggregate_id"].as_str(),
-        reference["sequence"].as_i64(),
-    ) {
-        (Some(aggregate_id), Some(sequence)) => Ok(KeyRecord::Made {
-            aggregate_id: aggregate_id.to_owned(),
-            sequence,
-        }),
-        _ => Err(corrupt(format!(
-            "an idempotency record names no event: {}",
+    let reference: Reference = serde_json::from_str(&stored.answer.body).map_err(|e| {
+        corrupt(format!(
+            "an idempotency record names no event ({e}): {}",
             stored.answer.body
-        ))),
-    }
+        ))
+    })?;
+    Ok(KeyRecord::Made {
+        aggregate_id: reference.aggregate_id.into_owned(),
+        sequence: reference.sequence,
+    })
 }
 
 fn corrupt(reason: String) -> Error {
@@ -81,7 +84,12 @@ pub fn insert_keys(conn: &mut DbConnection, keys: &[NewKey<'_>]) -> diesel::Quer
             status: 201,
             // Sequence 1 is the account's opening, answered with its Location.
             location: (k.sequence == 1).then(|| format!("/accounts/{}", k.aggregate_id)),
-            body: json!({"aggregate_id": k.aggregate_id, "sequence": k.sequence}).to_string(),
+            body: serde_json::to_string(&Reference {
+                aggregate_id: k.aggregate_id.into(),
+                sequence: k.sequence,
+            })
+            // A string and a number: serializing them cannot fail.
+            .unwrap_or_default(),
         })
         .collect();
     let rows: Vec<_> = keys
