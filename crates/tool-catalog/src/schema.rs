@@ -65,14 +65,16 @@ pub fn resolve(doc: &Value, reference: &str) -> Result<Value, SchemaRefError> {
         convert(&mut converted, &mut pending)?;
         defs.insert(name, converted);
     }
-    let Some(Value::Object(mut schema)) = defs.remove(root) else {
+    // A root that refers to itself stays reachable under its name too.
+    let recursive = defs.values().any(|d| refers_to(d, root));
+    let root_schema = if recursive {
+        defs.get(root).cloned()
+    } else {
+        defs.remove(root)
+    };
+    let Some(Value::Object(mut schema)) = root_schema else {
         return Err(SchemaRefError::Missing(root.to_owned()));
     };
-    // The root may refer to itself: keep it reachable under its name too.
-    if refers_to(&Value::Object(schema.clone()), root) || defs.values().any(|d| refers_to(d, root))
-    {
-        defs.insert(root.to_owned(), Value::Object(schema.clone()));
-    }
     if !defs.is_empty() {
         schema.insert("$defs".into(), Value::Object(defs));
     }
