@@ -8,6 +8,7 @@ pub use commands::{AppendEvent, OpenAccount};
 /// caller that sent them.
 pub use idempotency::{CallerKey, Key as IdempotencyKey};
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub const ACCOUNT_ID_MAX: usize = 64;
@@ -151,24 +152,67 @@ pub fn encoded_len(payload: &Map<String, Value>) -> usize {
 }
 
 /// A stored event.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// `payload` stays the JSON text it was stored as (an object: [`Event::from_stored`] checks), so a
+/// page of events is served without parsing and re-serializing every payload; the fold parses it
+/// when it needs the change ([`Event::fact`]).
+#[derive(Debug, Clone)]
 pub struct Event {
     pub id: i64,
     pub aggregate_id: String,
-    pub aggregate_type: String,
     pub event_type: String,
-    pub payload: Map<String, Value>,
+    pub payload: Box<RawValue>,
     pub sequence: i64,
     pub occurred_at: String,
 }
 
+impl PartialEq for Event {
+    fn eq(&self, other: &Event) -> bool {
+        self.id == other.id
+            && self.aggregate_id == other.aggregate_id
+            && self.event_type == other.event_type
+            && self.payload.get() == other.payload.get()
+            && self.sequence == other.sequence
+            && self.occurred_at == other.occurred_at
+    }
+}
+
 impl Event {
+    /// The stored columns as an event; `Err` says why they cannot be one (the payload is not a
+    /// JSON object).
+    pub fn from_stored(
+        id: i64,
+        aggregate_id: String,
+        event_type: String,
+        payload: String,
+        sequence: i64,
+        occurred_at: String,
+    ) -> Result<Event, String> {
+        let payload = RawValue::from_string(payload)
+            .ok()
+            .filter(|raw| raw.get().starts_with('{'))
+            .ok_or_else(|| "payload is not a JSON object".to_owned())?;
+        Ok(Event {
+            id,
+            aggregate_id,
+            event_type,
+            payload,
+            sequence,
+            occurred_at,
+        })
+    }
+
+    /// Always [`AGGREGATE_TYPE`] (the tables' CHECK constraint): not read back from each row.
+    pub fn aggregate_type(&self) -> &'static str {
+        AGGREGATE_TYPE
+    }
+
     /// About what the event takes in a response: its payload and text members, plus a fixed
     /// allowance for the member names and numbers.
     pub fn encoded_len(&self) -> usize {
-        encoded_len(&self.payload)
+        self.payload.get().len()
             + self.aggregate_id.len()
-            + self.aggregate_type.len()
+            + AGGREGATE_TYPE.len()
             + self.event_type.len()
             + self.occurred_at.len()
             + 128
@@ -176,10 +220,12 @@ impl Event {
 
     /// The event as the fold reads it.
     pub fn fact(&self) -> Result<Fact, String> {
+        let payload: Value = serde_json::from_str(self.payload.get())
+            .map_err(|e| format!("payload is not JSON: {e}"))?;
         Ok(Fact {
             sequence: self.sequence,
             occurred_at: self.occurred_at.clone(),
-            change: Change::from_stored(&self.event_type, &Value::Object(self.payload.clone()))?,
+            change: Change::from_stored(&self.event_type, &payload)?,
         })
     }
 }
@@ -207,6 +253,49 @@ mod tests {
     use super::*;
     use problem_details::testing::{field_codes as fields, object as obj};
     use serde_json::json;
+
+    fn stored(payload: &str) -> Result<Event, String> {
+        Event::from_stored(
+            7,
+            "acc".into(),
+            "MoneyDeposited".into(),
+            payload.into(),
+            3,
+            "2026-01-01 00:00:00".into(),
+        )
+    }
+
+    #[test]
+    fn stored_events_keep_their_payload_text_and_fold_from_it() {
+        let event = stored(r#"{"amount_cents":5,"note":"x"}"#).unwrap();
+        assert_eq!(event.payload.get(), r#"{"amount_cents":5,"note":"x"}"#);
+        assert_eq!(event.aggregate_type(), AGGREGATE_TYPE);
+        assert_eq!(
+            event.encoded_len(),
+            event.payload.get().len()
+                + "acc".len()
+                + "account".len()
+                + "MoneyDeposited".len()
+                + 19
+                + 128
+        );
+        assert_eq!(
+            event.fact().unwrap().change,
+            Change::Deposited { amount_cents: 5 }
+        );
+    }
+
+    #[test]
+    fn a_stored_payload_that_is_not_a_json_object_is_refused() {
+        for bad in ["[1]", "3", "\"s\"", "{\"a\":", "", "null"] {
+            assert_eq!(
+                stored(bad).unwrap_err(),
+                "payload is not a JSON object",
+                "{bad:?}"
+            );
+        }
+        assert_eq!(stored(" {} ").unwrap().payload.get(), "{}");
+    }
 
     #[test]
     fn account_ids() {

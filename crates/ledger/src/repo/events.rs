@@ -7,38 +7,57 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use storage::DbConnection;
 
-/// An event row, every column in table order (`account_events::all_columns`).
+/// The columns an event is read with. Its account is the one the query filters on and its type
+/// the only one the table allows, so neither is read back from every row.
+type EventColumns = (
+    account_events::id,
+    account_events::event_type,
+    account_events::payload,
+    account_events::sequence,
+    account_events::occurred_at,
+);
+
+const EVENT_COLUMNS: EventColumns = (
+    account_events::id,
+    account_events::event_type,
+    account_events::payload,
+    account_events::sequence,
+    account_events::occurred_at,
+);
+
+/// An event row in [`EVENT_COLUMNS`] order.
 #[derive(Queryable)]
 struct EventRow {
     id: i64,
-    aggregate_id: String,
-    aggregate_type: String,
     event_type: String,
     payload: String,
     sequence: i64,
     occurred_at: String,
 }
 
-fn to_event(row: EventRow) -> Result<Event, Error> {
-    let payload = match serde_json::from_str::<Value>(&row.payload) {
-        Ok(Value::Object(map)) => map,
-        _ => {
-            return Err(Error::Corrupt {
-                aggregate_id: row.aggregate_id,
-                sequence: row.sequence,
-                reason: "payload is not a JSON object".into(),
-            });
-        }
-    };
-    Ok(Event {
-        id: row.id,
-        aggregate_id: row.aggregate_id,
-        aggregate_type: row.aggregate_type,
-        event_type: row.event_type,
-        payload,
-        sequence: row.sequence,
-        occurred_at: row.occurred_at,
-    })
+impl EventRow {
+    fn into_event(self, aggregate_id: &str) -> Result<Event, Error> {
+        let sequence = self.sequence;
+        Event::from_stored(
+            self.id,
+            aggregate_id.to_owned(),
+            self.event_type,
+            self.payload,
+            sequence,
+            self.occurred_at,
+        )
+        .map_err(|reason| Error::Corrupt {
+            aggregate_id: aggregate_id.to_owned(),
+            sequence,
+            reason,
+        })
+    }
+}
+
+fn into_events(rows: Vec<EventRow>, aggregate_id: &str) -> Result<Vec<Event>, Error> {
+    rows.into_iter()
+        .map(|row| row.into_event(aggregate_id))
+        .collect()
 }
 
 /// An event to insert: the sequence is decided by the caller under the account's lock.
@@ -88,16 +107,16 @@ pub fn insert_events(
             )
         })
         .collect();
-    let rows: Vec<EventRow> =
+    let rows: Vec<(String, EventRow)> =
         storage::with_backend!(conn, |c| diesel::insert_into(account_events::table)
             .values(&values)
-            .returning(account_events::all_columns)
+            .returning((account_events::aggregate_id, EVENT_COLUMNS))
             .get_results(c))?;
     // RETURNING promises no row order: put the rows back in the order they were given.
     let mut by_key: HashMap<(String, i64), Event> = HashMap::with_capacity(rows.len());
-    for row in rows {
-        let event = to_event(row)?;
-        by_key.insert((event.aggregate_id.clone(), event.sequence), event);
+    for (aggregate_id, row) in rows {
+        let event = row.into_event(&aggregate_id)?;
+        by_key.insert((aggregate_id, event.sequence), event);
     }
     events
         .iter()
@@ -123,7 +142,7 @@ pub fn events(
     limit: i64,
 ) -> Result<Vec<Event>, Error> {
     let mut q = account_events::table
-        .select(account_events::all_columns)
+        .select(EVENT_COLUMNS)
         .filter(account_events::aggregate_id.eq(aggregate_id.to_owned()))
         .filter(account_events::sequence.gt(after))
         .order(account_events::sequence.asc())
@@ -132,10 +151,7 @@ pub fn events(
     if let Some(max) = up_to {
         q = q.filter(account_events::sequence.le(max));
     }
-    q.load::<EventRow>(conn)?
-        .into_iter()
-        .map(to_event)
-        .collect()
+    into_events(q.load::<EventRow>(conn)?, aggregate_id)
 }
 
 /// The first `limit` events after sequence `after`, ascending, with the account's
@@ -152,7 +168,7 @@ pub fn events_and_count(
         .select(accounts::last_sequence)
         .single_value();
     let rows: Vec<(EventRow, Option<i64>)> = account_events::table
-        .select((account_events::all_columns, last_sequence))
+        .select((EVENT_COLUMNS, last_sequence))
         .filter(account_events::aggregate_id.eq(aggregate_id.to_owned()))
         .filter(account_events::sequence.gt(after))
         .order(account_events::sequence.asc())
@@ -161,7 +177,7 @@ pub fn events_and_count(
     let count = rows.first().and_then(|(_, n)| *n);
     let events = rows
         .into_iter()
-        .map(|(row, _)| to_event(row))
+        .map(|(row, _)| row.into_event(aggregate_id))
         .collect::<Result<_, _>>()?;
     Ok((events, count))
 }
@@ -172,12 +188,12 @@ pub fn get_event(
     sequence: i64,
 ) -> Result<Option<Event>, Error> {
     account_events::table
-        .select(account_events::all_columns)
+        .select(EVENT_COLUMNS)
         .filter(account_events::aggregate_id.eq(aggregate_id))
         .filter(account_events::sequence.eq(sequence))
         .first::<EventRow>(conn)
         .optional()?
-        .map(to_event)
+        .map(|row| row.into_event(aggregate_id))
         .transpose()
 }
 

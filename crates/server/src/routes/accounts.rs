@@ -14,6 +14,7 @@ use pagination::Page;
 use problem_details::Problem;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use apistos::schemars;
@@ -37,12 +38,13 @@ pub struct AccountEventDto {
     pub aggregate_id: String,
     /// Always `account`.
     #[schemars(extend("enum" = ["account"]))]
-    pub aggregate_type: String,
+    pub aggregate_type: &'static str,
     #[schemars(extend("enum" = ["AccountOpened", "MoneyDeposited", "MoneyWithdrawn", "AccountClosed"]))]
     pub event_type: String,
     /// `{owner}` for AccountOpened, `{amount_cents, ...}` for deposits and withdrawals, any
     /// object for AccountClosed.
-    pub payload: Map<String, Value>,
+    #[schemars(with = "Map<String, Value>")]
+    pub payload: Box<RawValue>,
     /// Per-account counter starting at 1, without gaps.
     #[schemars(range(min = 1))]
     pub sequence: i64,
@@ -54,9 +56,9 @@ pub struct AccountEventDto {
 impl From<Event> for AccountEventDto {
     fn from(e: Event) -> Self {
         AccountEventDto {
+            aggregate_type: e.aggregate_type(),
             id: e.id,
             aggregate_id: e.aggregate_id,
-            aggregate_type: e.aggregate_type,
             event_type: e.event_type,
             payload: e.payload,
             sequence: e.sequence,
