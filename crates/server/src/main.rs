@@ -215,6 +215,9 @@ async fn seed(args: SeedArgs) -> anyhow::Result<()> {
                 started.elapsed().as_secs_f64()
             );
         }
+        if !storage::seed::settle(&mut conn)? {
+            log::warn!("the WAL could not be emptied: readers held it; the server will copy it");
+        }
         Ok(())
     })
     .await?

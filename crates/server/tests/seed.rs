@@ -139,3 +139,33 @@ fn comments_get_a_note_when_there_is_none() {
     let comments = storage::counts::Counted::comments_of(1);
     assert_eq!(storage::counts::total(&mut conn, comments).unwrap(), 5);
 }
+
+/// A seed beside a running server (here: one open connection, which keeps SQLite from removing
+/// the WAL when the seed exits) leaves the WAL empty, its rows already in the database file,
+/// rather than megabytes for the server's background checkpointer to copy under live traffic.
+#[test]
+fn a_seed_leaves_an_empty_wal_behind_on_sqlite() {
+    use diesel::RunQueryDsl;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("seed.db");
+    let url = format!("sqlite://{}", file.display());
+    assert!(server(&url, &["migrate"]).status.success());
+    let mut server_side = storage::Database::parse(&url).unwrap().establish().unwrap();
+    diesel::sql_query("SELECT 1")
+        .execute(&mut server_side)
+        .unwrap();
+
+    let out = server(&url, &["seed", "--notes", "3000", "--tags", "3000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let wal = std::fs::metadata(dir.path().join("seed.db-wal")).unwrap();
+    assert_eq!(wal.len(), 0, "the WAL still holds {} bytes", wal.len());
+    let notes = storage::counts::Counted::table("notes");
+    assert_eq!(
+        storage::counts::total(&mut server_side, notes).unwrap(),
+        3000
+    );
+}

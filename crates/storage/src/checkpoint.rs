@@ -70,6 +70,21 @@ pub(crate) fn pass(conn: &mut DbConnection) -> diesel::QueryResult<Pass> {
     diesel::sql_query("PRAGMA wal_checkpoint(PASSIVE)").get_result(conn)
 }
 
+/// What `PRAGMA wal_checkpoint(TRUNCATE)` answers first: 1 when a reader or writer kept it
+/// from copying every frame and emptying the WAL (after the connection's busy timeout).
+#[derive(diesel::QueryableByName)]
+struct Truncated {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    busy: i32,
+}
+
+/// Copies every WAL frame into the database file, syncs it and empties the WAL, waiting for
+/// readers and writers up to the connection's busy timeout. True when the WAL was emptied.
+pub(crate) fn truncate(conn: &mut DbConnection) -> diesel::QueryResult<bool> {
+    let t: Truncated = diesel::sql_query("PRAGMA wal_checkpoint(TRUNCATE)").get_result(conn)?;
+    Ok(t.busy == 0)
+}
+
 /// Whether a pass left a WAL long enough to rewind and a tail short enough to copy while
 /// writers wait. A pass that copied everything qualifies too: under steady writes the writer
 /// had already begun its next transaction on the WAL as it was, and SQLite rewinds only for a
