@@ -9,7 +9,9 @@
 
 Writes that need distinct targets (DELETE, a unique name) walk disjoint id ranges in order, so
 a run of fewer requests than POOL never sends one twice; the rest pick ids at random (fixed
-seed) from the seeded rows. Note 1 holds every seeded comment: no pool deletes it.
+seed) from the seeded rows. Note 1 holds every seeded comment: no pool deletes it. Every
+update writes content of its own: SQLite leaves a page untouched when a row is set to what it
+already holds, so repeated content would time updates that write nothing.
 """
 import json
 import random
@@ -32,7 +34,7 @@ def rows(out: Path, n: int, user: str):
     body = lambda **kw: json.dumps(kw, separators=(",", ":"))  # noqa: E731
     write(out, "get_note", (("GET", f"/notes/{pick()}") for _ in range(50_000)))
     write(out, "post_note", (("POST", "/notes", body(title=f"bench {i}", body="written by the load test")) for i in range(POOL)))
-    write(out, "put_note", (("PUT", f"/notes/{pick()}", body(title="edited", body="edited by the load test")) for _ in range(POOL)))
+    write(out, "put_note", (("PUT", f"/notes/{pick()}", body(title=f"edited {i}", body="edited by the load test")) for i in range(POOL)))
     write(out, "delete_note", (("DELETE", f"/notes/{i}") for i in distinct))
     write(out, "post_tag", (("POST", "/tags", body(name=f"bench-tag-{i}")) for i in range(POOL)))
     write(out, "put_tag", (("PUT", f"/tags/{i - POOL}", body(name=f"renamed-tag-{i}")) for i in distinct))

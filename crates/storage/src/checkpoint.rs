@@ -24,6 +24,15 @@
 //! time; sequential inserts did not change. Measured with `scripts/bench/replay.lua`, see
 //! docs/PERFORMANCE.md.
 //!
+//! Before it raises the flag, the thread syncs the database file itself (`fdatasync` on a
+//! descriptor of its own). A `PASSIVE` pass that stops short of the WAL's end copies frames
+//! without syncing them, and the writer's catch-up pass, which does reach the end, then synced
+//! the whole file under the write lock: every page this thread had copied since the last sync,
+//! thousands of random pages under random updates (7 ms per catch-up, traced with `strace`).
+//! Synced here first, the writer's sync covers only the tail it copied (under 1 ms). Random
+//! updates of 1,000,000 notes at 16 connections went from a p99 of 9.8–11 ms to 4.0–4.7 ms at
+//! the same throughput (20–23k/s); appends did not change.
+//!
 //! The thread runs at the lowest CPU priority ([`CHECKPOINTER_NICE`]): its work is never on a
 //! request's path, and at normal priority it took the CPU from the request and writer threads
 //! at random moments (`POST /webhook` on SQLite +4% with it niced; docs/webhooks.md).
@@ -102,6 +111,8 @@ pub fn start(db: Database, catch_up: Arc<AtomicBool>) -> Sender<()> {
         .name("sqlite-checkpoint".into())
         .spawn(move || {
             lower_own_priority();
+            // Syncing through any descriptor flushes the file's dirty pages; read-only suffices.
+            let mut file = None;
             let mut conn = None;
             let mut every = IDLE;
             let mut last_log = 0;
@@ -109,21 +120,23 @@ pub fn start(db: Database, catch_up: Arc<AtomicBool>) -> Sender<()> {
                 if conn.is_none() {
                     conn = db.establish().ok();
                 }
+                if file.is_none() {
+                    file = db.sqlite_path().and_then(|p| std::fs::File::open(p).ok());
+                }
                 let Some(c) = conn.as_mut() else { continue };
-                let result = pass(c);
-                if let Ok(p) = &result
-                    && worth_catching_up(p.log, p.checkpointed)
-                {
+                let Ok(p) = pass(c) else {
+                    conn = None;
+                    continue;
+                };
+                if worth_catching_up(p.log, p.checkpointed) {
+                    if let Some(f) = &file {
+                        let _ = f.sync_data();
+                    }
                     catch_up.store(true, Ordering::Relaxed);
                 }
-                match result {
-                    // Frames came in since the last look: writes are under way.
-                    Ok(p) => {
-                        every = if p.log != last_log { BUSY } else { IDLE };
-                        last_log = p.log;
-                    }
-                    Err(_) => conn = None,
-                }
+                // Frames came in since the last look: writes are under way.
+                every = if p.log != last_log { BUSY } else { IDLE };
+                last_log = p.log;
             }
         });
     stop
