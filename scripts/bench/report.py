@@ -67,6 +67,16 @@ DESIGN = """## Why a list costs what its page costs
   lock, shared with the ledger's and the webhooks' writers), so writers queue in order instead
   of in SQLite's busy handler; the write tails below are measured at 16 connections on every
   write route.
+- **The WAL is copied back off the writer's path.** A background thread checkpoints the WAL
+  (`storage` checkpoint.rs) and, when the WAL is long with a short tail left, lets the next
+  writer copy that tail under the write lock so the WAL starts over. That writer's checkpoint
+  ends with a sync of the database file, which used to flush every page the background thread
+  had copied since the last sync: under random updates (`PUT /notes/{id}` over 1M notes),
+  thousands of pages, about 7 ms per catch-up with every writer waiting (seen with `strace`).
+  The thread now syncs the file itself before it asks, so the writer's sync covers only its
+  tail: that route's p99 went from 9.8–11 ms to 4.0–4.7 ms at the same throughput, A/B on one
+  machine and one file, appends unchanged. `server seed` ends with a `TRUNCATE` checkpoint,
+  so a bulk load leaves no WAL behind for the live server to copy during the runs.
 - **Memory.** No more threads for database calls than the pool has connections
   (`worker_max_blocking_threads`), since each thread's malloc arena keeps what it once held;
   SQLite's page cache is 1 MiB per connection (`storage::SQLITE_CACHE_KIB`) and memory-mapped
