@@ -205,6 +205,8 @@ bench_sqlite_normal() {
   load sqlite "POST /notes (synchronous=normal)" "$base/notes" scripts/bench/post_note.lua
   open_bench_accounts "$base"
   ACCOUNTS=100 load sqlite "POST /accounts/{id}/events (100 accounts, synchronous=normal)" "$base" scripts/bench/append_event.lua
+  python3 scripts/bench/webhook_pool.py --secret "$WEBHOOK_SECRET" --count $((DURATION * 40000)) --out "$work/pool-normal"
+  WEBHOOK_POOL="$work/pool-normal" load sqlite "POST /webhook (1 KB, signed, synchronous=normal)" "$base/webhook" scripts/bench/post_webhook.lua
   stop_server "$pid"
 }
 bench_sqlite_normal
