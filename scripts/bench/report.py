@@ -92,6 +92,18 @@ DESIGN = """## Why a list costs what its page costs
 - **Each list is compared with the point read run just before it** (same tables, neighbouring
   seconds; the ceiling is measured the same way): this shared 2-core machine drifts by more
   than the margins being checked over a section's few minutes.
+- **PostgreSQL's read p99 is the machine's two actix workers, not the database.** The table's
+  PostgreSQL read rows show p99s of hundreds of ms beside p50s under 1 ms, and so does the bare
+  ceiling; the write rows do not. Measured on 2026-11-26 (10,000 notes, `GET /notes/{id}`,
+  `wrk -c16`): the server's 16 PostgreSQL sessions sat idle waiting for the client in 97% of
+  `pg_stat_activity` samples, `pgbench -S -c16` against the same server had a p99 of 1.2 ms, and
+  `perf sched` showed no thread waiting more than 32 ms for a core. With `WORKERS=1` the same run
+  had a p99 of 1.8 ms (max 9.7 ms) at the same throughput (20.1k against 19.2–19.7k req/s); with
+  2 workers 46–590 ms over six runs, with 4 workers 76 ms. Where the requests wait with more than one worker
+  was not found. Also measured then: r2d2's check of every connection at checkout (a `SELECT 1`
+  round trip) costs PostgreSQL's point read about a quarter of its throughput (18.7–20.5k with
+  it, 25.1–28.9k without, alternating builds); it stays, since without it a request on a
+  connection the database dropped fails instead of getting a fresh one.
 """
 
 CURVE_ADVICE = (
