@@ -100,10 +100,12 @@ DESIGN = """## Why a list costs what its page costs
   `perf sched` showed no thread waiting more than 32 ms for a core. With `WORKERS=1` the same run
   had a p99 of 1.8 ms (max 9.7 ms) at the same throughput (20.1k against 19.2–19.7k req/s); with
   2 workers 46–590 ms over six runs, with 4 workers 76 ms. Where the requests wait with more than one worker
-  was not found. Also measured then: r2d2's check of every connection at checkout (a `SELECT 1`
-  round trip) costs PostgreSQL's point read about a quarter of its throughput (18.7–20.5k with
-  it, 25.1–28.9k without, alternating builds); it stays, since without it a request on a
-  connection the database dropped fails instead of getting a fresh one.
+  was not found.
+- **A connection just handed back is not checked again.** r2d2 checked every connection as it
+  was taken (a `SELECT 1` round trip): on PostgreSQL that was 19.0–19.8k point reads/s against
+  23.4–25.4k without it (lists 13.0–14.0k against 15.0–15.6k), alternating builds. The check
+  now runs only for a connection idle 500 ms or more; docs/RELIABILITY.md says how a dropped
+  session is still caught.
 """
 
 CURVE_ADVICE = (

@@ -34,10 +34,11 @@ impl Db {
         &self.store
     }
 
-    /// Runs a read with a pooled connection on the blocking pool.
+    /// Runs a read with a pooled connection on the blocking pool; `f` runs a second time on
+    /// another connection when the database had dropped the first (`storage::Store::read`).
     pub async fn read<T, E, F>(&self, f: F) -> Result<T, ApiError>
     where
-        F: FnOnce(&mut DbConnection) -> Result<T, E> + Send + 'static,
+        F: FnMut(&mut DbConnection) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
         E: std::error::Error + Send + 'static,
         ApiError: From<E>,

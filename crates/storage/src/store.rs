@@ -154,22 +154,52 @@ impl Store {
         })
     }
 
+    /// A connection checked with a round trip, for the second try after a dead one: when the
+    /// database dropped every session (a restart), the pool still holds the others, and each
+    /// of those was handed back too recently to be checked on its way out
+    /// (`backend::pool::VALIDATION_BYPASS`). Dead ones are discarded, at most a pool's worth.
+    fn live_checkout(&self) -> Result<PooledConn, StoreError> {
+        for _ in 0..self.pool.max_size() {
+            let mut conn = self.checkout()?;
+            match conn.ping() {
+                Ok(_) => return Ok(conn),
+                Err(e) if Fault::of(&e) == Some(Fault::Unavailable) => conn.discard(),
+                Err(e) => return Err(StoreError::from_diesel(&e)),
+            }
+        }
+        self.checkout()
+    }
+
     /// Runs a read on a pooled connection. The operation's errors are returned as they are; a
-    /// fault among them discards the connection.
+    /// fault among them discards the connection. `f` may run twice (see below), so it must only
+    /// read.
     pub fn read<T, E>(
         &self,
-        f: impl FnOnce(&mut DbConnection) -> Result<T, E>,
+        mut f: impl FnMut(&mut DbConnection) -> Result<T, E>,
     ) -> Result<T, Failure<E>>
     where
         E: std::error::Error + 'static,
     {
         let mut conn = self.checkout()?;
         let out = f(&mut conn);
-        if let Err(e) = &out
-            && let Some(fault) = Fault::find(e)
-            && fault.discards_connection()
-        {
+        let fault = out.as_ref().err().and_then(|e| Fault::find(e));
+        if fault.is_some_and(Fault::discards_connection) {
             conn.discard();
+        }
+        // A connection the database dropped (a restart, a terminated session) is found out by
+        // the first statement on it, since the pool does not check a connection it handed out
+        // moments ago (`backend::pool`). A read changes nothing, so it runs once more on a
+        // fresh connection, as a write's `BEGIN` does.
+        if fault == Some(Fault::Unavailable) {
+            drop(conn);
+            let mut fresh = self.live_checkout()?;
+            let again = f(&mut fresh);
+            if let Err(e) = &again
+                && Fault::find(e).is_some_and(Fault::discards_connection)
+            {
+                fresh.discard();
+            }
+            return again.map_err(Failure::Op);
         }
         out.map_err(Failure::Op)
     }
@@ -237,7 +267,7 @@ impl Store {
                     return Err(err);
                 }
                 drop(conn);
-                let mut fresh = self.checkout()?;
+                let mut fresh = self.live_checkout()?;
                 begin_write(&mut fresh).map_err(|e| {
                     if Fault::of(&e).is_some_and(Fault::discards_connection) {
                         fresh.discard();
@@ -327,11 +357,13 @@ impl Store {
         {
             return Err(StoreError::new(fault, "the last write failed"));
         }
-        let mut conn = self.checkout()?;
-        conn.ping().map(|_| ()).map_err(|e| {
-            conn.discard();
-            StoreError::from_diesel(&e)
-        })
+        // A ping is a read: like any read, it tries a fresh connection once when the database
+        // had dropped the pooled one.
+        self.read(|conn| conn.ping().map(|_| ()))
+            .map_err(|failure| match failure {
+                Failure::Op(e) => StoreError::from_diesel(&e),
+                Failure::Store(e) => e,
+            })
     }
 }
 
