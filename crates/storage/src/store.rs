@@ -180,26 +180,22 @@ impl Store {
     where
         E: std::error::Error + 'static,
     {
-        let mut conn = self.checkout()?;
-        let out = f(&mut conn);
-        let fault = out.as_ref().err().and_then(|e| Fault::find(e));
-        if fault.is_some_and(Fault::discards_connection) {
-            conn.discard();
-        }
+        // The connection goes back to the pool (or is discarded) before any second try.
+        let mut attempt = |mut conn: PooledConn| {
+            let out = f(&mut conn);
+            let fault = out.as_ref().err().and_then(|e| Fault::find(e));
+            if fault.is_some_and(Fault::discards_connection) {
+                conn.discard();
+            }
+            (out, fault)
+        };
+        let (mut out, fault) = attempt(self.checkout()?);
         // A connection the database dropped (a restart, a terminated session) is found out by
         // the first statement on it, since the pool does not check a connection it handed out
         // moments ago (`backend::pool`). A read changes nothing, so it runs once more on a
-        // fresh connection, as a write's `BEGIN` does.
+        // live connection, as a write's `BEGIN` does.
         if fault == Some(Fault::Unavailable) {
-            drop(conn);
-            let mut fresh = self.live_checkout()?;
-            let again = f(&mut fresh);
-            if let Err(e) = &again
-                && Fault::find(e).is_some_and(Fault::discards_connection)
-            {
-                fresh.discard();
-            }
-            return again.map_err(Failure::Op);
+            out = attempt(self.live_checkout()?).0;
         }
         out.map_err(Failure::Op)
     }

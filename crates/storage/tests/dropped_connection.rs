@@ -49,14 +49,19 @@ fn read_then_drop_own_session(store: &Store, admin: &mut DbConnection) -> i32 {
         .unwrap()
 }
 
+/// A store of `pool_size` connections and a connection of its own to terminate their sessions,
+/// when `TEST_POSTGRES_URL` names a server.
+fn store_and_admin(pool_size: u32) -> Option<(Store, DbConnection)> {
+    let database = Database::parse(&std::env::var("TEST_POSTGRES_URL").ok()?).unwrap();
+    let admin = database.establish().unwrap();
+    Some((Store::open(database, pool_size).unwrap(), admin))
+}
+
 #[test]
 fn reads_and_writes_go_on_after_the_database_drops_a_pooled_session() {
-    let Ok(url) = std::env::var("TEST_POSTGRES_URL") else {
+    let Some((store, mut admin)) = store_and_admin(1) else {
         return;
     };
-    let database = Database::parse(&url).unwrap();
-    let store = Store::open(database.clone(), 1).unwrap();
-    let mut admin = database.establish().unwrap();
 
     let dropped = read_then_drop_own_session(&store, &mut admin);
     let read = store
@@ -74,12 +79,9 @@ fn reads_and_writes_go_on_after_the_database_drops_a_pooled_session() {
 /// A restart drops every session: the second try does not take another dead one from the pool.
 #[test]
 fn a_read_goes_on_after_the_database_drops_every_pooled_session() {
-    let Ok(url) = std::env::var("TEST_POSTGRES_URL") else {
+    let Some((store, mut admin)) = store_and_admin(3) else {
         return;
     };
-    let database = Database::parse(&url).unwrap();
-    let store = Store::open(database.clone(), 3).unwrap();
-    let mut admin = database.establish().unwrap();
     let (mut one, mut two) = (store.checkout().unwrap(), store.checkout().unwrap());
     let pids = [own_pid(&mut one).unwrap(), own_pid(&mut two).unwrap()];
     let third = store
