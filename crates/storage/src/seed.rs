@@ -48,12 +48,11 @@ pub fn in_batches<E: From<diesel::result::Error>>(
 /// Ends a bulk load: on SQLite, copies the loaded WAL into the database file and empties the
 /// WAL (`wal_checkpoint(TRUNCATE)`), tried up to three times while readers hold it back.
 ///
-/// Left behind, a seed's WAL (tens of MiB after a million rows) was copied by a live server's
-/// background checkpointer, which runs at the lowest CPU priority and so dragged that copy (and
-/// the page cache's writeback of it) into whatever ran next: the first random updates after a
-/// seed had a p99 of 16–28 ms against 2.6–3.5 ms once it was done. PostgreSQL needs nothing
-/// here: its own checkpointer spreads the writeback by design. Returns whether the WAL is
-/// empty (always true on PostgreSQL).
+/// Left behind, a seed's WAL (58 MiB seen after the benchmark's tables) is copied by a live
+/// server's background checkpointer, which runs at the lowest CPU priority, so that copy and
+/// its writeback would overlap whatever the server does next (the benchmark's timed runs).
+/// PostgreSQL needs nothing here: its own checkpointer spreads the writeback by design.
+/// Returns whether the WAL is empty (always true on PostgreSQL).
 pub fn settle(conn: &mut DbConnection) -> diesel::QueryResult<bool> {
     match conn {
         DbConnection::Postgresql(_) => Ok(true),
