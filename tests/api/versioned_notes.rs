@@ -56,7 +56,16 @@ fn assert_v1_headers(res: &Response, deprecation: &str) {
 }
 
 fn assert_no_v1_headers(res: &Response) {
-    // Lists carry a `Link` of their own (pagination), never V1's successor link.
+    // Spec §9.3: V2 answers carry none of V1's headers, `Link` included (no paging links
+    // either). Other lists carry a `Link` of their own (pagination), never V1's successor link.
+    if res.url().path().starts_with("/v2") {
+        assert!(
+            res.headers().get("link").is_none(),
+            "{} {} carries a Link",
+            res.status(),
+            res.url()
+        );
+    }
     if let Some(link) = res.headers().get("link") {
         assert!(
             !link.to_str().unwrap().contains(LINK),
@@ -449,11 +458,21 @@ async fn every_v1_answer_carries_the_deprecation_headers(app: TestApp) {
 }
 
 async fn no_v2_or_other_answer_carries_them(app: TestApp) {
-    let created = app.post_json("/v2/notes", &json!({"title": "t"})).await;
-    assert_eq!(created.status(), StatusCode::CREATED);
-    assert_no_v1_headers(&created);
+    for _ in 0..3 {
+        let created = app.post_json("/v2/notes", &json!({"title": "t"})).await;
+        assert_eq!(created.status(), StatusCode::CREATED);
+        assert_no_v1_headers(&created);
+    }
     let cases: Vec<Response> = vec![
         app.get("/v2/notes").await,
+        // Pages with a next, a previous and a first page: still no `Link`.
+        app.get("/v2/notes?limit=1").await,
+        app.get("/v2/notes?limit=1&offset=1").await,
+        app.get("/v2/notes?offset=10").await,
+        app.request(Method::HEAD, "/v2/notes?limit=1")
+            .send()
+            .await
+            .unwrap(),
         app.get("/v2/notes/1").await,
         app.get("/v2/notes/987654").await,
         app.get("/v2/notes?limit=x").await,
@@ -750,7 +769,8 @@ async fn openapi_marks_v1_deprecated_and_documents_its_headers() {
             // Storage faults (503, 507) document Retry-After on every operation.
             let fault = status == "503" || status == "507";
             // A create's 201 may be the replay of a retried Idempotency-Key, and carries the
-            // new resource's ETag; lists link their pages; a V2 read is tagged (200 and 304).
+            // new resource's ETag; article lists link their pages (V2's list does not: spec
+            // §9.3); a V2 read is tagged (200 and 304).
             let replayable = method == "post" && status == "201" && path != "/metrics/v1-usage";
             let mut own: Vec<&str> = Vec::new();
             if fault {
@@ -759,7 +779,7 @@ async fn openapi_marks_v1_deprecated_and_documents_its_headers() {
             if replayable {
                 own.extend(["ETag", "Idempotent-Replayed"]);
             }
-            if status == "200" && (id.starts_with("list_") && !v1 || id == "v1_usage") {
+            if status == "200" && (id.starts_with("list_articles") || id == "v1_usage") {
                 own.push("Link");
             }
             if id == "get_note_v2" && (status == "200" || status == "304") {

@@ -2,8 +2,9 @@
 //! `rel="next"` while items remain, `rel="prev"` and `rel="first"` on offset pages (cheap: they
 //! only need the page's own `limit` and `offset`). Targets are relative references: the
 //! request's own path with its `limit` and the paging parameter, resolved by the client against
-//! the request URI as RFC 8288 says. V1's list is left without: V1 answers carry their
-//! deprecation `Link` (successor-version), and V1 is on its way out.
+//! the request URI as RFC 8288 says. The versioned notes' lists are left without: V1 answers
+//! carry their deprecation `Link` (successor-version) alone, and the spec (§9.3) keeps every
+//! V1 header, `Link` included, off V2 answers, whose paging is in the body's `meta`.
 
 use actix_web::body::BoxBody;
 use actix_web::http::Uri;

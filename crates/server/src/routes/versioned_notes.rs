@@ -19,7 +19,7 @@ use crate::db::Db;
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
 use crate::idempotent::{Created, Retry};
-use crate::links::{Linked, Paged, Paging};
+use crate::links::Linked;
 use crate::middleware::deprecation::V1Usage;
 
 /// A note in the V1 shape: exactly these four members (the body is `content`; no tags, no
@@ -140,18 +140,6 @@ pub struct NoteV2List {
     pub meta: NoteV2Meta,
 }
 
-impl Paged for NoteV2List {
-    fn paging(&self) -> Paging {
-        let (limit, offset) = (self.meta.limit, self.meta.offset);
-        let end = offset + self.data.len() as i64;
-        Paging::Offset {
-            limit,
-            offset,
-            next: (end < self.meta.total).then_some(end),
-        }
-    }
-}
-
 async fn get_note(db: &Db, id: i64) -> Result<VersionedNote, ApiError> {
     db.read(move |c| repo::notes::get(c, id)).await
 }
@@ -243,17 +231,19 @@ pub async fn create_v2(
 
 /// List notes (V2)
 ///
-/// Id descending; `limit` (default 20, clamped into 1..100) and `offset` (default 0).
+/// Id descending; `limit` (default 20, clamped into 1..100) and `offset` (default 0). The
+/// paging is in `meta` only: V2 answers carry no `Link` header (spec §9.3 keeps every V1
+/// header, `Link` included, off V2).
 #[api_operation(operation_id = "list_notes_v2", tag = "notes-v2", error_code = 422)]
 pub async fn list_v2(
     db: Data<Db>,
     q: RawQuery<ClampedPageQuery>,
-) -> Result<Linked<NoteV2List>, ApiError> {
+) -> Result<Json<NoteV2List>, ApiError> {
     let page = paging(&q)?;
     let (notes, total) = db
         .read(move |c| repo::notes::page_and_total(c, page))
         .await?;
-    Ok(Linked::new(NoteV2List {
+    Ok(Json(NoteV2List {
         data: notes.into_iter().map(NoteV2::from).collect(),
         meta: NoteV2Meta {
             limit: page.limit,
