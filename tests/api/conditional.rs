@@ -127,8 +127,20 @@ async fn a_stale_if_match_is_412_and_writes_nothing(app: TestApp) {
         let Some(put) = put else { continue };
         let old = tag_of(&get);
         let before = get.bytes().await.unwrap();
-        // A tag it never had, and a weak form of its own (If-Match compares strongly).
-        for stale in ["\"0123\"".to_owned(), format!("W/{old}")] {
+        // A tag it never had, a weak form of its own (If-Match compares strongly), and lists
+        // that name no current tag: empty, blank, only commas, `*` inside a list (RFC 9110
+        // §13.1.1: `*` counts only as the whole value), malformed elements.
+        for stale in [
+            "\"0123\"".to_owned(),
+            format!("W/{old}"),
+            String::new(),
+            " ".to_owned(),
+            ",".to_owned(),
+            " , ,".to_owned(),
+            "\"stale\", *".to_owned(),
+            "*, \"stale\"".to_owned(),
+            old.trim_matches('"').to_owned(),
+        ] {
             let res = send(
                 &app,
                 Method::PUT,
@@ -236,11 +248,16 @@ async fn an_account_is_tagged_by_its_last_sequence_and_appends_honour_if_match(a
     .await;
     assert_eq!(res.status(), StatusCode::NOT_MODIFIED);
     let deposit = json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 5}});
-    // Stale, malformed, weak, or disagreeing with the body's expected_sequence: 412, nothing written.
+    // Stale, malformed, weak, empty, `*` inside a list, or disagreeing with the body's
+    // expected_sequence: 412, nothing written.
     for (tag, body) in [
         ("\"2\"", deposit.clone()),
         ("\"x\"", deposit.clone()),
         ("W/\"1\"", deposit.clone()),
+        ("", deposit.clone()),
+        (",", deposit.clone()),
+        ("\"2\", *", deposit.clone()),
+        ("1", deposit.clone()),
         (
             "\"1\"",
             json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 5}, "expected_sequence": 2}),

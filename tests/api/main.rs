@@ -18,6 +18,7 @@ mod links;
 mod migrations;
 mod notes;
 mod openapi;
+mod ownership;
 mod request_limits;
 mod storage_faults;
 mod tags;

@@ -230,15 +230,17 @@ async fn connections_beyond_the_per_client_cap_are_refused(backend: Backend) {
     assert!(freed, "a slot was freed when a connection closed");
 }
 
-async fn usage(app: &TestApp, auth: Option<&str>) -> Vec<(String, i64)> {
+/// The V1 usage list; `auth` is the credential header to send (operator data: in tokens mode
+/// the operator key).
+async fn usage(app: &TestApp, auth: Option<(&str, &str)>) -> Vec<(String, i64)> {
     // From another loopback address, so the reading is never limited with the calls it counts.
     let other = reqwest::Client::builder()
         .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3)))
         .build()
         .unwrap();
     let mut req = other.get(app.url("/metrics/v1-usage?limit=100"));
-    if let Some(auth) = auth {
-        req = req.header("authorization", auth);
+    if let Some((name, value)) = auth {
+        req = req.header(name, value);
     }
     let body = json(req.send().await.unwrap(), StatusCode::OK).await;
     body["items"]
@@ -307,8 +309,15 @@ async fn unauthenticated_v1_calls_are_not_counted(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
+    let refused = app
+        .request(Method::GET, "/metrics/v1-usage")
+        .header("authorization", &bearer)
+        .send()
+        .await
+        .unwrap();
+    problem(refused, StatusCode::FORBIDDEN, "forbidden").await;
     assert_eq!(
-        usage(&app, Some(&bearer)).await,
+        usage(&app, Some(("x-api-key", key))).await,
         [(format!("user:{user}"), 1)],
         "only the authenticated call counts, under the token's user, not X-User-Id"
     );

@@ -777,7 +777,7 @@ async fn openapi_marks_v1_deprecated_and_documents_its_headers() {
                 own.push("Retry-After");
             }
             if replayable {
-                own.extend(["ETag", "Idempotent-Replayed"]);
+                own.extend(["ETag", "Idempotent-Replayed", "Location"]);
             }
             if status == "200" && (id.starts_with("list_articles") || id == "v1_usage") {
                 own.push("Link");

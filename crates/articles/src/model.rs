@@ -17,6 +17,8 @@ pub struct Article {
     pub category: Option<String>,
     /// RFC 3339, UTC, second precision.
     pub created_at: String,
+    /// The user that created it (`None`: the operator, authentication off, seeded or older).
+    pub owner_id: Option<i64>,
 }
 
 /// A valid new article: `title` and `author` required and non-blank, `category` optional.

@@ -9,13 +9,19 @@ use storage::counts::{self, Counted};
 use crate::schema::articles;
 use crate::{Article, Error, NewArticle};
 
-pub fn create(conn: &mut DbConnection, new: &NewArticle) -> Result<Article, Error> {
+/// Inserts one article, owned by `owner` (`None`: no user).
+pub fn create(
+    conn: &mut DbConnection,
+    new: &NewArticle,
+    owner: Option<i64>,
+) -> Result<Article, Error> {
     let row: Article = diesel::insert_into(articles::table)
         .values((
             articles::title.eq(&new.title),
             articles::author.eq(&new.author),
             articles::category.eq(new.category.as_deref()),
             articles::created_at.eq(&new.created_at),
+            articles::owner_id.eq(owner),
         ))
         .returning(articles::all_columns)
         .get_result(conn)?;

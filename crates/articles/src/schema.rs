@@ -5,5 +5,6 @@ diesel::table! {
         author -> Text,
         category -> Nullable<Text>,
         created_at -> Text,
+        owner_id -> Nullable<BigInt>,
     }
 }

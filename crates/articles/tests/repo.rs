@@ -22,8 +22,9 @@ fn article(title: &str, category: Option<&str>) -> NewArticle {
 #[test]
 fn create_stores_every_field_and_lists_newest_first() {
     on_each_backend(|c| {
-        let a = repo::create(c, &article("a", None)).unwrap();
-        let b = repo::create(c, &article("b", Some("rust"))).unwrap();
+        let a = repo::create(c, &article("a", None), None).unwrap();
+        let b = repo::create(c, &article("b", Some("rust")), Some(3)).unwrap();
+        assert_eq!((a.owner_id, b.owner_id), (None, Some(3)));
         assert!(b.id > a.id);
         assert_eq!(
             (b.title.as_str(), b.author.as_str(), b.category.as_deref()),

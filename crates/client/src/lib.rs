@@ -24,11 +24,11 @@ pub use transport::{
 };
 pub use types::{
     Account, AccountEvent, AccountEventList, AggregateType, AmountPayload, Article,
-    ArticleCursorPage, ArticleInput, ArticleOffsetPage, CheckState, Checks, Comment, CommentInput,
-    CredentialType, CursorRequest, DegradedPolicy, EventType, EventsRequest, Health, HealthReport,
-    HealthStatus, IssueToken, IssuedToken, MachineHealth, NewEvent, Note, NoteInput, NoteV1,
-    NoteV1Input, NoteV1List, NoteV2, NoteV2Input, NoteV2List, NoteV2Meta, OkStatus, OpenAccount,
-    Page, PageRequest, Pong, ProblemTypeDoc, Protected, RawToken, ReceiptStatus, Scope,
-    ServiceInfo, Tag, TagInput, TokenInfo, TokenList, User, UserInput, V1Usage, Verification,
-    WebhookEvent, WebhookReceipt,
+    ArticleCursorPage, ArticleInput, ArticleOffsetPage, AuditEntry, AuditPage, AuditRequest,
+    CheckState, Checks, Comment, CommentInput, CredentialType, CursorRequest, DegradedPolicy,
+    EventType, EventsRequest, Health, HealthReport, HealthStatus, IssueToken, IssuedToken,
+    MachineHealth, NewEvent, Note, NoteInput, NoteV1, NoteV1Input, NoteV1List, NoteV2, NoteV2Input,
+    NoteV2List, NoteV2Meta, OkStatus, OpenAccount, Page, PageRequest, Pong, ProblemTypeDoc,
+    Protected, RawToken, ReceiptStatus, Scope, ServiceInfo, Tag, TagInput, TokenInfo, TokenList,
+    User, UserInput, V1Usage, Verification, WebhookEvent, WebhookReceipt,
 };

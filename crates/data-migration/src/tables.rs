@@ -219,20 +219,22 @@ macro_rules! table {
 }
 
 table!(Notes = notes::schema::notes, key id: BigInt, serial Some("id"), {
-    id: i64, title: String, body: String,
+    id: i64, title: String, body: String, owner_id: Option<i64>,
 });
 table!(Tags = notes::schema::tags, key id: BigInt, serial Some("id"), {
-    id: i64, name: String,
+    id: i64, name: String, owner_id: Option<i64>,
 });
 table!(Comments = notes::schema::comments, key id: BigInt, serial Some("id"), {
-    id: i64, note_id: i64, body: String,
+    id: i64, note_id: i64, body: String, owner_id: Option<i64>,
 });
 table!(Articles = articles::schema::articles, key id: BigInt, serial Some("id"), {
     id: i64, title: String, author: String, category: Option<String>, created_at: String,
+    owner_id: Option<i64>,
 });
 table!(VersionedNotes = versioned_notes::schema::versioned_notes, key id: BigInt,
     serial Some("id"), {
     id: i64, title: String, body: String, tags: String, created_at: String, updated_at: String,
+    owner_id: Option<i64>,
 });
 table!(V1Usage = versioned_notes::schema::v1_usage, key caller: Text, serial None, {
     caller: String, calls: i64, first_seen: String, last_seen: String,
@@ -247,7 +249,7 @@ table!(Tokens = tokens::schema::tokens, key id: BigInt, serial Some("id"), {
 });
 table!(Accounts = ledger::schema::accounts, key account_id: Text, serial None, {
     account_id: String, owner: String, balance_cents: i64, is_open: bool,
-    last_sequence: i64, updated_at: String,
+    last_sequence: i64, updated_at: String, owner_id: Option<i64>,
 });
 table!(AccountEvents = ledger::schema::account_events, key id: BigInt, serial Some("id"), {
     id: i64, aggregate_id: String, aggregate_type: String, event_type: String,
@@ -262,11 +264,15 @@ table!(WebhookEvents = webhooks::schema::webhook_events, key id: BigInt, serial 
     id: i64, event_type: String, payload: String, delivered_at: String,
     signature_t: String, signature_v1: String,
 });
+table!(AuditLog = audit::schema::audit_log, key id: BigInt, serial Some("id"), {
+    id: i64, at: String, actor: String, user_id: Option<i64>, token_id: Option<i64>,
+    method: String, route: String, resource: String,
+});
 
 /// Every table of the service, parents before children (comments after notes, tokens after
 /// users, account events after accounts). `__diesel_schema_migrations` is not here: the target
 /// gets its own from running the migrations.
-pub(crate) static TABLES: [&dyn Table; 12] = [
+pub(crate) static TABLES: [&dyn Table; 13] = [
     &Notes,
     &Tags,
     &Comments,
@@ -279,6 +285,7 @@ pub(crate) static TABLES: [&dyn Table; 12] = [
     &AccountEvents,
     &IdempotencyKeys,
     &WebhookEvents,
+    &AuditLog,
 ];
 
 /// Tables the copy leaves out because the target derives them: `row_counts` is kept by the

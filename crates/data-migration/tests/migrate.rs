@@ -29,7 +29,7 @@ fn fill(c: &mut DbConnection) {
     use notes::{CommentInput, NoteInput, TagInput};
     let note = |c: &mut DbConnection, title: &str| {
         let input = NoteInput::from_json(&object(json!({"title": title, "body": "b"}))).unwrap();
-        notes::repo::notes::create(c, &input).unwrap().id
+        notes::repo::notes::create(c, &input, Some(7)).unwrap().id
     };
     let first = note(c, "first");
     let gone = note(c, "deleted, so ids have a gap");
@@ -37,13 +37,13 @@ fn fill(c: &mut DbConnection) {
     notes::repo::notes::delete(c, gone).unwrap();
     for body in ["a comment", "another"] {
         let input = CommentInput::from_json(&object(json!({"body": body}))).unwrap();
-        notes::repo::comments::create(c, first, &input).unwrap();
+        notes::repo::comments::create(c, first, &input, None).unwrap();
     }
     let input = CommentInput::from_json(&object(json!({"body": "on the last"}))).unwrap();
-    notes::repo::comments::create(c, last, &input).unwrap();
+    notes::repo::comments::create(c, last, &input, Some(7)).unwrap();
     for name in ["rust", "Zebra", "ärger"] {
         let input = TagInput::from_json(&object(json!({"name": name}))).unwrap();
-        notes::repo::tags::create(c, &input).unwrap();
+        notes::repo::tags::create(c, &input, Some(7)).unwrap();
     }
 
     articles::service::seed(c, ARTICLES, 1_000, |_| {}).unwrap();
@@ -52,9 +52,9 @@ fn fill(c: &mut DbConnection) {
         json!({"title": "v2", "body": "x", "tags": ["a", "b"]}),
     ))
     .unwrap();
-    versioned_notes::repo::notes::create(c, &v2).unwrap();
+    versioned_notes::repo::notes::create(c, &v2, Some(7)).unwrap();
     let v1 = versioned_notes::NoteInput::from_v1_json(&object(json!({"title": "v1"}))).unwrap();
-    versioned_notes::repo::notes::create(c, &v1).unwrap();
+    versioned_notes::repo::notes::create(c, &v1, None).unwrap();
     // Keys whose bytewise order differs from a locale's: upper case, accents, punctuation.
     for caller in [
         "user:bob",
@@ -126,6 +126,22 @@ fn fill(c: &mut DbConnection) {
             .unwrap();
         webhooks::repo::record(c, &delivery).unwrap();
     }
+    // The audit trail: a user's write and the operator's.
+    for actor in [
+        ownership::Actor::User {
+            user_id: ann,
+            token_id: 1,
+        },
+        ownership::Actor::Operator,
+    ] {
+        let action = audit::Action {
+            actor,
+            method: "POST".to_owned(),
+            route: "/notes".to_owned(),
+            path: "/notes".to_owned(),
+        };
+        audit::record(c, &action, Some("/notes/1")).unwrap();
+    }
     // A create's stored first answer, with and without a Location.
     for (caller, location) in [("user:1", None), ("anonymous", Some("/notes/1"))] {
         let body = serde_json::Map::new();
@@ -192,7 +208,7 @@ fn copies_every_table_with_its_ids_and_verifies() {
         .unwrap();
         let backend = target.backend();
         assert!(report.is_ok(), "{backend:?}\n{report}");
-        assert_eq!(report.tables.len(), 12);
+        assert_eq!(report.tables.len(), 13);
         for t in &report.tables {
             assert!(
                 t.source.rows > 0,
@@ -209,7 +225,7 @@ fn copies_every_table_with_its_ids_and_verifies() {
         assert_eq!(articles.target.rows, ARTICLES as i64);
         assert_eq!((report.ledger.accounts, report.ledger.events), (2, 7));
         assert!(report.ledger.is_consistent(), "{backend:?}\n{report}");
-        assert_eq!(seen.len(), 12);
+        assert_eq!(seen.len(), 13);
         assert_eq!(seen[0].table, "notes");
         assert_eq!(seen[0].rows, 2);
 
@@ -227,12 +243,15 @@ fn copies_every_table_with_its_ids_and_verifies() {
         assert!(notes::repo::notes::get(&mut t, 2).is_err());
         let input =
             notes::NoteInput::from_json(&object(json!({"title": "after", "body": "b"}))).unwrap();
-        assert_eq!(notes::repo::notes::create(&mut t, &input).unwrap().id, 4);
+        assert_eq!(
+            notes::repo::notes::create(&mut t, &input, None).unwrap().id,
+            4
+        );
         let user = tokens::NewUser::from_body(br#"{"name":"cy"}"#).unwrap();
         assert_eq!(tokens::service::create_user(&mut t, &user).unwrap().id, 3);
         let next = articles::service::demo_article(1);
         assert_eq!(
-            articles::repo::create(&mut t, &next).unwrap().id,
+            articles::repo::create(&mut t, &next, None).unwrap().id,
             ARTICLES as i64 + 1
         );
         // The copied ledger keeps working: the next append takes sequence 6, and the copied

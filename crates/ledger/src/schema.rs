@@ -6,6 +6,7 @@ diesel::table! {
         is_open -> Bool,
         last_sequence -> BigInt,
         updated_at -> Text,
+        owner_id -> Nullable<BigInt>,
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use ledger::service::{self, Append};
 use ledger::{AppendEvent, Appender, CallerKey, Change, Error, IdempotencyKey, OpenAccount, check};
+use ownership::Actor;
 use serde_json::{Map, Value, json};
 use storage::Database;
 use storage::testing::on_each_backend;
@@ -20,6 +21,8 @@ fn job(account: &str, change: Change, expected: Option<i64>) -> Append {
         account_id: account.into(),
         command: AppendEvent::new(change, expected),
         key: None,
+        actor: Actor::Unidentified,
+        audit: None,
     }
 }
 
@@ -43,6 +46,8 @@ fn keyed_by(caller: &str, account: &str, amount: i64, key: &str) -> Append {
             IdempotencyKey::new(key, &format!("append_event:{account}"), &body).unwrap(),
             DAY,
         )),
+        actor: Actor::Unidentified,
+        audit: None,
     }
 }
 
@@ -97,9 +102,9 @@ fn a_batch_answers_each_command_as_if_they_ran_one_after_another() {
         assert_eq!(seq(6), 4);
         assert_eq!(out[6].as_ref().unwrap().event.event_type, "MoneyWithdrawn");
         assert!(matches!(out[7], Err(Error::AccountNotFound { .. })));
-        let a = service::get_account(c, "a").unwrap().state;
+        let a = service::get_account(c, "a", Actor::Operator).unwrap().state;
         assert_eq!((a.balance_cents, a.last_sequence), (0, 4));
-        let b = service::get_account(c, "b").unwrap().state;
+        let b = service::get_account(c, "b", Actor::Operator).unwrap().state;
         assert_eq!((b.balance_cents, b.last_sequence), (7, 2));
         assert_consistent(c);
     });
@@ -129,7 +134,7 @@ fn idempotency_keys_replay_inside_a_batch_and_across_batches() {
         let later = service::append_batch(c, &[keyed("a", 5, "k2"), keyed("a", 5, "k1")]);
         assert!(later.iter().all(|r| r.as_ref().unwrap().replayed));
         assert_eq!(later[1].as_ref().unwrap().event, first.event);
-        let a = service::get_account(c, "a").unwrap().state;
+        let a = service::get_account(c, "a", Actor::Operator).unwrap().state;
         assert_eq!((a.balance_cents, a.last_sequence), (10, 3));
 
         // Keys belong to their caller: bob's k1 is a key of his own, inside a batch too.
@@ -150,7 +155,7 @@ fn idempotency_keys_replay_inside_a_batch_and_across_batches() {
         let fresh = service::append_batch(c, &[stale]);
         assert!(!fresh[0].as_ref().unwrap().replayed);
         assert_eq!(fresh[0].as_ref().unwrap().event.sequence, 5);
-        let a = service::get_account(c, "a").unwrap().state;
+        let a = service::get_account(c, "a", Actor::Operator).unwrap().state;
         assert_eq!((a.balance_cents, a.last_sequence), (21, 5));
         assert_consistent(c);
     });
@@ -166,9 +171,16 @@ fn a_batch_of_refusals_writes_nothing() {
         );
         assert!(matches!(out[0], Err(Error::InsufficientFunds { .. })));
         assert!(matches!(out[1], Err(Error::SequenceMismatch { .. })));
-        let (events, total) = service::list_events(c, "a", Default::default()).unwrap();
+        let (events, total) =
+            service::list_events(c, "a", Default::default(), Actor::Operator).unwrap();
         assert_eq!((events.items.len(), total), (1, 1));
-        assert_eq!(service::get_account(c, "a").unwrap().state.last_sequence, 1);
+        assert_eq!(
+            service::get_account(c, "a", Actor::Operator)
+                .unwrap()
+                .state
+                .last_sequence,
+            1
+        );
     });
 }
 
@@ -209,7 +221,9 @@ fn the_combiner_stays_gapless_under_many_threads() {
         sequences.sort_unstable();
         let n = sequences.len() as i64;
         assert_eq!(sequences, (2..=n + 1).collect::<Vec<_>>());
-        let state = service::get_account(c, "hot").unwrap().state;
+        let state = service::get_account(c, "hot", Actor::Operator)
+            .unwrap()
+            .state;
         assert_eq!(state.last_sequence, n + 1);
         let deposits = outcomes
             .iter()

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ledger::service::{self, Append};
 use ledger::{AppendEvent, CallerKey, Change, Error, IdempotencyKey, OpenAccount};
+use ownership::Actor;
 use serde_json::{Map, Value, json};
 use storage::Backend;
 use storage::diesel::RunQueryDsl;
@@ -45,6 +46,8 @@ fn deposit(caller: &str, raw: &str, amount: i64) -> Append {
             key(raw, "append_event:acc", &body),
             DAY,
         )),
+        actor: Actor::Unidentified,
+        audit: None,
     }
 }
 
@@ -145,7 +148,9 @@ fn the_ledger_keys_of_the_previous_release_keep_answering() {
             "{backend:?}: an expired key counts as unused"
         );
         assert_eq!(fresh.event.sequence, 4);
-        let state = service::get_account(&mut c, "acc").unwrap().state;
+        let state = service::get_account(&mut c, "acc", Actor::Operator)
+            .unwrap()
+            .state;
         assert_eq!((state.balance_cents, state.last_sequence), (19, 4));
 
         // Down and up again keep the ledger's records.

@@ -12,6 +12,8 @@ pub enum Error {
     CommentNotFound { note_id: i64, id: i64 },
     #[error("a tag named {name:?} already exists")]
     DuplicateTagName { name: String },
+    #[error(transparent)]
+    Denied(#[from] ownership::Denied),
     #[error("storage failure")]
     Storage(#[from] diesel::result::Error),
 }
@@ -30,6 +32,7 @@ impl ToProblem for Error {
                 Slug::Conflict,
                 format!("A tag named {name:?} already exists."),
             ),
+            Error::Denied(denied) => denied.to_problem(),
             Error::Storage(_) => Problem::internal(),
         }
     }

@@ -14,6 +14,8 @@ pub struct Note {
     pub id: i64,
     pub title: String,
     pub body: String,
+    /// The user that created it (`None`: the operator, authentication off, or older).
+    pub owner_id: Option<i64>,
 }
 
 /// Fields in table order: the repository selects `all_columns` into it.
@@ -21,6 +23,7 @@ pub struct Note {
 pub struct Tag {
     pub id: i64,
     pub name: String,
+    pub owner_id: Option<i64>,
 }
 
 /// Fields in table order: the repository selects `all_columns` into it.
@@ -29,6 +32,37 @@ pub struct Comment {
     pub id: i64,
     pub note_id: i64,
     pub body: String,
+    pub owner_id: Option<i64>,
+}
+
+impl ownership::Owned for Note {
+    const KIND: &'static str = "Note";
+    fn owner_id(&self) -> Option<i64> {
+        self.owner_id
+    }
+    fn key(&self) -> String {
+        self.id.to_string()
+    }
+}
+
+impl ownership::Owned for Tag {
+    const KIND: &'static str = "Tag";
+    fn owner_id(&self) -> Option<i64> {
+        self.owner_id
+    }
+    fn key(&self) -> String {
+        self.id.to_string()
+    }
+}
+
+impl ownership::Owned for Comment {
+    const KIND: &'static str = "Comment";
+    fn owner_id(&self) -> Option<i64> {
+        self.owner_id
+    }
+    fn key(&self) -> String {
+        self.id.to_string()
+    }
 }
 
 /// A valid note title and body (create and update take the same input).

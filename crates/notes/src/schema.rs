@@ -3,6 +3,7 @@ diesel::table! {
         id -> BigInt,
         title -> Text,
         body -> Text,
+        owner_id -> Nullable<BigInt>,
     }
 }
 
@@ -10,6 +11,7 @@ diesel::table! {
     tags (id) {
         id -> BigInt,
         name -> Text,
+        owner_id -> Nullable<BigInt>,
     }
 }
 
@@ -18,6 +20,7 @@ diesel::table! {
         id -> BigInt,
         note_id -> BigInt,
         body -> Text,
+        owner_id -> Nullable<BigInt>,
     }
 }
 

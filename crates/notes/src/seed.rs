@@ -70,7 +70,7 @@ pub fn comments(
                 title: "Demo note with comments".into(),
                 body: String::new(),
             };
-            repo::notes::create(conn, &note)?.id
+            repo::notes::create(conn, &note, None)?.id
         }
     };
     let sql = format!(

@@ -18,8 +18,9 @@ fn note(title: &str) -> NoteInput {
 #[test]
 fn notes_round_trip_and_page() {
     on_each_backend(|c| {
-        let a = repo::notes::create(c, &note("a")).unwrap();
-        let b = repo::notes::create(c, &note("b")).unwrap();
+        let a = repo::notes::create(c, &note("a"), Some(1)).unwrap();
+        assert_eq!(a.owner_id, Some(1), "the creator is recorded");
+        let b = repo::notes::create(c, &note("b"), None).unwrap();
         assert!(b.id > a.id);
         assert_eq!(repo::notes::get(c, a.id).unwrap(), a);
         let (items, total) = repo::notes::list(
@@ -53,12 +54,12 @@ fn notes_round_trip_and_page() {
 fn tag_names_are_unique() {
     on_each_backend(|c| {
         let tag = |n: &str| TagInput::from_json(json!({"name": n}).as_object().unwrap()).unwrap();
-        let a = repo::tags::create(c, &tag("x")).unwrap();
+        let a = repo::tags::create(c, &tag("x"), None).unwrap();
         assert!(matches!(
-            repo::tags::create(c, &tag("x")),
+            repo::tags::create(c, &tag("x"), None),
             Err(Error::DuplicateTagName { .. })
         ));
-        let b = repo::tags::create(c, &tag("y")).unwrap();
+        let b = repo::tags::create(c, &tag("y"), None).unwrap();
         assert!(matches!(
             repo::tags::update(c, b.id, &tag("x")),
             Err(Error::DuplicateTagName { .. })
@@ -72,19 +73,19 @@ fn comments_belong_to_their_note_and_cascade() {
     on_each_backend(|c| {
         let body =
             |b: &str| CommentInput::from_json(json!({"body": b}).as_object().unwrap()).unwrap();
-        let n1 = repo::notes::create(c, &note("n1")).unwrap();
-        let n2 = repo::notes::create(c, &note("n2")).unwrap();
-        let c1 = repo::comments::create(c, n1.id, &body("hi")).unwrap();
+        let n1 = repo::notes::create(c, &note("n1"), None).unwrap();
+        let n2 = repo::notes::create(c, &note("n2"), None).unwrap();
+        let c1 = repo::comments::create(c, n1.id, &body("hi"), None).unwrap();
         assert!(matches!(
             repo::comments::get(c, n2.id, c1.id),
             Err(Error::CommentNotFound { .. })
         ));
         assert!(matches!(
-            repo::comments::create(c, 999_999, &body("x")),
+            repo::comments::create(c, 999_999, &body("x"), None),
             Err(Error::NoteNotFound { id: 999_999 })
         ));
         repo::notes::delete(c, n1.id).unwrap();
-        let n3 = repo::notes::create(c, &note("n3")).unwrap();
+        let n3 = repo::notes::create(c, &note("n3"), None).unwrap();
         assert_eq!(
             repo::comments::list(c, n3.id, Page::default()).unwrap().1,
             0
@@ -105,12 +106,12 @@ fn pages_past_the_end_keep_their_total() {
             limit: 5,
             offset: 10,
         };
-        let n = repo::notes::create(c, &note("n")).unwrap();
+        let n = repo::notes::create(c, &note("n"), None).unwrap();
         let tag = TagInput::from_json(json!({"name": "t"}).as_object().unwrap()).unwrap();
-        repo::tags::create(c, &tag).unwrap();
+        repo::tags::create(c, &tag, None).unwrap();
         let body = CommentInput::from_json(json!({"body": "b"}).as_object().unwrap()).unwrap();
-        repo::comments::create(c, n.id, &body).unwrap();
-        repo::comments::create(c, n.id, &body).unwrap();
+        repo::comments::create(c, n.id, &body, None).unwrap();
+        repo::comments::create(c, n.id, &body, None).unwrap();
         assert_eq!(repo::notes::list(c, past).unwrap(), (vec![], 1));
         assert_eq!(repo::tags::list(c, past).unwrap(), (vec![], 1));
         assert_eq!(repo::comments::list(c, n.id, past).unwrap(), (vec![], 2));

@@ -42,6 +42,7 @@ pub fn routes(cfg: &mut apistos::web::ServiceConfig) {
     routes::versioned_notes::configure(cfg);
     routes::examples::configure(cfg);
     routes::webhooks::configure(cfg);
+    routes::audit::configure(cfg);
 }
 
 pub struct Application {

@@ -3,6 +3,13 @@
 //! answers 304 when it names the current tag; `If-Match` on `PUT` and `DELETE` lets the write
 //! happen only while the resource still has a tag it names, checked against the row locked in
 //! the write's own transaction, else 412 `precondition-failed` and nothing is written.
+//!
+//! Both headers are `*` (as the whole field value only) or a list of entity tags (RFC 9110
+//! §13.1.1–2): a list that names no current tag is false, so an empty `If-Match`, a `,` or a
+//! list of malformed elements is 412, and a `*` inside a list is just a malformed element.
+//!
+//! A write's guard is also where the ownership rule runs (crates/ownership): the row it locks
+//! says who owns it, and a user's token may change only its own.
 
 use actix_web::body::BoxBody;
 use actix_web::dev::Payload;
@@ -13,6 +20,7 @@ use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 use apistos::OpenApiVersion;
 use apistos::paths::{Header, Response};
 use apistos::reference_or::ReferenceOr;
+use ownership::{Actor, Owned};
 use problem_details::{Problem, Slug, ToProblem};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -26,29 +34,67 @@ pub fn etag(body: &[u8]) -> String {
     format!("\"{}\"", hex::encode(&Sha256::digest(body)[..16]))
 }
 
-/// The entity tags a conditional header lists; `None` for `*` (any current representation).
-fn listed(headers: &HeaderMap, name: actix_web::http::header::HeaderName) -> Option<Vec<String>> {
-    let mut tags = Vec::new();
-    for value in headers.get_all(name) {
-        let value = String::from_utf8_lossy(value.as_bytes());
-        for tag in value.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-            if tag == "*" {
-                return None;
-            }
-            tags.push(tag.to_owned());
-        }
+/// What a conditional header (`If-Match`, `If-None-Match`) says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Condition {
+    /// The request did not send it.
+    Absent,
+    /// `*`: any current representation.
+    Any,
+    /// The well-formed entity tags it lists (`W/` kept), possibly none.
+    Tags(Vec<String>),
+}
+
+/// Reads header `name`: every field line of it, joined as one list (RFC 9110 §5.3).
+fn condition(headers: &HeaderMap, name: actix_web::http::header::HeaderName) -> Condition {
+    let lines: Vec<String> = headers
+        .get_all(name)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect();
+    if lines.is_empty() {
+        return Condition::Absent;
     }
-    Some(tags)
+    let value = lines.join(",");
+    if value.trim() == "*" {
+        return Condition::Any;
+    }
+    Condition::Tags(entity_tags(&value))
+}
+
+/// The well-formed entity tags (`"…"` or `W/"…"`, no `"` inside) of a list; other elements
+/// are skipped up to the next comma.
+fn entity_tags(list: &str) -> Vec<String> {
+    let mut tags = Vec::new();
+    let mut rest = list;
+    loop {
+        rest = rest.trim_start_matches([',', ' ', '\t']);
+        if rest.is_empty() {
+            return tags;
+        }
+        let opaque = rest.strip_prefix("W/").unwrap_or(rest);
+        let tag_end = opaque
+            .strip_prefix('"')
+            .and_then(|inner| inner.find('"'))
+            .map(|close| rest.len() - opaque.len() + close + 2);
+        // The element runs to the first comma after its tag (a tag may hold commas).
+        let from = tag_end.unwrap_or(0);
+        let element_end = rest[from..].find(',').map_or(rest.len(), |i| from + i);
+        // A tag is one whole element: only blanks may follow it.
+        if let Some(end) = tag_end
+            && rest[end..element_end].trim().is_empty()
+        {
+            tags.push(rest[..end].to_owned());
+        }
+        rest = &rest[element_end..];
+    }
 }
 
 /// `If-None-Match` matches when it is `*` or lists `tag` (weak comparison: `W/` is ignored).
 fn none_match(headers: &HeaderMap, tag: &str) -> bool {
-    if headers.get(IF_NONE_MATCH).is_none() {
-        return false;
-    }
-    match listed(headers, IF_NONE_MATCH) {
-        None => true,
-        Some(tags) => tags.iter().any(|t| t.trim_start_matches("W/") == tag),
+    match condition(headers, IF_NONE_MATCH) {
+        Condition::Absent => false,
+        Condition::Any => true,
+        Condition::Tags(tags) => tags.iter().any(|t| t.trim_start_matches("W/") == tag),
     }
 }
 
@@ -107,27 +153,18 @@ impl<T: Serialize> Responder for Tagged<T> {
     }
 }
 
-/// `If-Match` of a `PUT` or `DELETE`: absent, `*`, or the tags the client last saw.
+/// `If-Match` of a `PUT`, `DELETE` or append: absent, `*`, or the tags the client last saw.
 #[derive(Debug, Clone)]
-pub struct IfMatch(Option<Vec<String>>);
+pub struct IfMatch(Condition);
 
 impl IfMatch {
-    fn absent() -> IfMatch {
-        IfMatch(Some(Vec::new()))
-    }
-
-    /// Whether the request sent one at all.
-    fn is_set(&self) -> bool {
-        !matches!(&self.0, Some(tags) if tags.is_empty())
-    }
-
     /// For a resource tagged by sequence: `Ok(None)` when anything goes (absent or `*`),
-    /// `Ok(Some(n))` when it names exactly one sequence tag, else the precondition fails.
+    /// `Ok(Some(n))` when it names exactly one sequence tag, else the precondition fails (an
+    /// empty list included).
     pub fn sequence<E>(&self) -> Result<Option<i64>, Precondition<E>> {
         match &self.0 {
-            None => Ok(None),
-            Some(tags) if tags.is_empty() => Ok(None),
-            Some(tags) => match tags.as_slice() {
+            Condition::Absent | Condition::Any => Ok(None),
+            Condition::Tags(tags) => match tags.as_slice() {
                 [one] => one
                     .strip_prefix('"')
                     .and_then(|t| t.strip_suffix('"'))
@@ -139,30 +176,39 @@ impl IfMatch {
         }
     }
 
-    /// The whole check of a conditional write, inside its transaction: when If-Match was sent,
-    /// `lock` reads (and locks) the current representation, which must have a listed tag.
-    /// Without If-Match nothing is read.
-    pub fn guard<D: Serialize, E>(
+    /// The whole check of a write to a stored resource, inside its transaction: `lock` reads
+    /// (and locks) the row, which `actor` must be allowed to change (else the domain's
+    /// refusal) and whose representation `D` must have a tag If-Match lists. Without If-Match
+    /// and with nobody to restrict (the operator, authentication off) nothing is read.
+    pub fn guard<T, D, E>(
         &self,
-        lock: impl FnOnce() -> Result<D, E>,
-    ) -> Result<(), Precondition<E>> {
-        if !self.is_set() {
+        actor: Actor,
+        lock: impl FnOnce() -> Result<T, E>,
+    ) -> Result<(), Precondition<E>>
+    where
+        T: Owned,
+        D: From<T> + Serialize,
+        E: From<ownership::Denied>,
+    {
+        if self.0 == Condition::Absent && !actor.is_restricted() {
             return Ok(());
         }
-        self.check(&lock().map_err(Precondition::Op)?)
+        let current = lock().map_err(Precondition::Op)?;
+        actor
+            .check(&current)
+            .map_err(|denied| Precondition::Op(denied.into()))?;
+        self.check(&D::from(current))
     }
 
     /// Passes when nothing was asked, when `*` was (the resource exists: the caller found it),
     /// or when a listed tag is the current representation's (strong comparison: a weak tag
-    /// never matches).
-    pub fn check<T: Serialize, E>(&self, current: &T) -> Result<(), Precondition<E>> {
-        let Some(tags) = &self.0 else { return Ok(()) };
-        if tags.is_empty() {
+    /// never matches; an empty list matches nothing).
+    fn check<T: Serialize, E>(&self, current: &T) -> Result<(), Precondition<E>> {
+        let Condition::Tags(tags) = &self.0 else {
             return Ok(());
-        }
+        };
         let body = serde_json::to_vec(current).map_err(|_| Precondition::Failed)?;
-        let tag = etag(&body);
-        if tags.contains(&tag) {
+        if tags.contains(&etag(&body)) {
             Ok(())
         } else {
             Err(Precondition::Failed)
@@ -175,12 +221,7 @@ impl FromRequest for IfMatch {
     type Future = std::future::Ready<Result<Self, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let found = if req.headers().get(IF_MATCH).is_none() {
-            IfMatch::absent()
-        } else {
-            IfMatch(listed(req.headers(), IF_MATCH))
-        };
-        std::future::ready(Ok(found))
+        std::future::ready(Ok(IfMatch(condition(req.headers(), IF_MATCH))))
     }
 }
 
@@ -238,9 +279,10 @@ pub struct IfMatchDoc;
 impl HeaderDoc for IfMatchDoc {
     const NAME: &'static str = "If-Match";
     const REQUIRED: bool = false;
-    const DESCRIPTION: &'static str = "Optional: the ETag the client last read (or `*`). The \
-        write happens only while the resource still has it; otherwise 412 \
-        `precondition-failed` and nothing is written. Without it the write is unconditional.";
+    const DESCRIPTION: &'static str = "Optional: the ETag the client last read (or `*` alone). \
+        The write happens only while the resource still has it; otherwise 412 \
+        `precondition-failed` and nothing is written (a list that names no current tag, an \
+        empty one included, is 412). Without it the write is unconditional.";
     fn schema() -> serde_json::Value {
         serde_json::json!({"type": "string"})
     }
@@ -338,30 +380,57 @@ mod tests {
         assert!(!none_match(&headers(IF_NONE_MATCH, &["\"a\""]), &tag));
     }
 
+    fn if_match(values: &[&str]) -> IfMatch {
+        IfMatch(condition(&headers(IF_MATCH, values), IF_MATCH))
+    }
+
+    #[test]
+    fn star_only_as_the_whole_value_and_lists_of_well_formed_tags() {
+        let tags = |v: &[&str]| condition(&headers(IF_MATCH, v), IF_MATCH);
+        let list = |t: &[&str]| Condition::Tags(t.iter().map(|s| (*s).to_owned()).collect());
+        assert_eq!(tags(&[]), Condition::Absent);
+        assert_eq!(tags(&["*"]), Condition::Any);
+        assert_eq!(tags(&[" * "]), Condition::Any);
+        assert_eq!(tags(&[""]), list(&[]));
+        assert_eq!(tags(&[","]), list(&[]));
+        assert_eq!(tags(&[" , ,"]), list(&[]));
+        assert_eq!(tags(&["\"stale\", *"]), list(&["\"stale\""]));
+        assert_eq!(tags(&["*", "\"a\""]), list(&["\"a\""]));
+        assert_eq!(tags(&["abc, \"a\""]), list(&["\"a\""]));
+        assert_eq!(tags(&["\"a\"x, \"b\""]), list(&["\"b\""]));
+        assert_eq!(tags(&["\"a,b\", W/\"c\""]), list(&["\"a,b\"", "W/\"c\""]));
+        assert_eq!(tags(&["\"unterminated, \"d\""]), list(&[]));
+        assert_eq!(tags(&["\"a\"", "\"b\""]), list(&["\"a\"", "\"b\""]));
+    }
+
     #[test]
     fn if_match_compares_strongly() {
         let current = serde_json::json!({"id": 1});
         let tag = etag(&serde_json::to_vec(&current).unwrap_or_default());
         let check = |m: IfMatch| m.check::<_, ()>(&current).is_ok();
-        assert!(check(IfMatch::absent()));
-        assert!(check(IfMatch(None)));
-        assert!(check(IfMatch(Some(vec!["\"x\"".into(), tag.clone()]))));
-        assert!(!check(IfMatch(Some(vec![format!("W/{tag}")]))));
-        assert!(!check(IfMatch(Some(vec!["\"x\"".into()]))));
+        assert!(check(if_match(&[])));
+        assert!(check(if_match(&["*"])));
+        assert!(check(if_match(&[&format!("\"x\", {tag}")])));
+        assert!(!check(if_match(&[&format!("W/{tag}")])));
+        assert!(!check(if_match(&["\"x\""])));
+        // A list naming no current tag is false (RFC 9110 §13.1.1): empty, blank, or only `*`
+        // beside a stale tag.
+        assert!(!check(if_match(&[""])));
+        assert!(!check(if_match(&[","])));
+        assert!(!check(if_match(&["\"stale\", *"])));
     }
 
     #[test]
     fn sequence_tags_name_one_sequence() {
-        let seq = |m: IfMatch| m.sequence::<()>().ok();
+        let seq = |v: &[&str]| if_match(v).sequence::<()>().ok();
         assert_eq!(sequence_tag(7), "\"7\"");
-        assert_eq!(seq(IfMatch::absent()), Some(None));
-        assert_eq!(seq(IfMatch(None)), Some(None));
-        assert_eq!(seq(IfMatch(Some(vec!["\"7\"".into()]))), Some(Some(7)));
-        assert_eq!(seq(IfMatch(Some(vec!["W/\"7\"".into()]))), None);
-        assert_eq!(seq(IfMatch(Some(vec!["\"x\"".into()]))), None);
-        assert_eq!(
-            seq(IfMatch(Some(vec!["\"1\"".into(), "\"2\"".into()]))),
-            None
-        );
+        assert_eq!(seq(&[]), Some(None));
+        assert_eq!(seq(&["*"]), Some(None));
+        assert_eq!(seq(&["\"7\""]), Some(Some(7)));
+        assert_eq!(seq(&["W/\"7\""]), None);
+        assert_eq!(seq(&["\"x\""]), None);
+        assert_eq!(seq(&["\"1\", \"2\""]), None);
+        assert_eq!(seq(&[""]), None);
+        assert_eq!(seq(&["\"3\", *"]), Some(Some(3)));
     }
 }

@@ -1,11 +1,21 @@
 //! The handlers' way to the database: reads on the blocking thread pool, writes through the
 //! store's write path (one transaction each, committed before the answer; on SQLite through the
 //! group-commit [`WriteQueue`]). Failures become problems here, faults included.
+//!
+//! A handler extracts `Db` itself: the app's handle bound to the request, so it knows who asks
+//! ([`Db::actor`], for the ownership rules) and every write it makes records its audit row
+//! (crates/audit) in the write's own transaction. The app-level handle (`Data<Db>`, used by
+//! the layers for their own bookkeeping) records nothing.
 
+use std::future::{Ready, ready};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::web;
+use actix_web::dev::Payload;
+use actix_web::http::Method;
+use actix_web::web::{self, Data};
+use actix_web::{FromRequest, HttpRequest};
+use ownership::Actor;
 use storage::{Backend, DbConnection, Failure, Store, StoreError, WriteQueue};
 
 use crate::error::ApiError;
@@ -17,13 +27,43 @@ pub struct Db {
     /// `synchronous=FULL`, writers queued in order instead of sleeping on the lock).
     /// PostgreSQL writes run on their own pooled connections, in parallel.
     queue: Option<Arc<WriteQueue>>,
+    /// Who the request acts for (the app-level handle: nobody).
+    actor: Actor,
+    /// What a write of this request records in the audit trail; `None` for reads and for the
+    /// app-level handle.
+    action: Option<Arc<audit::Action>>,
+}
+
+/// Where a write's audit row says it wrote.
+pub enum Wrote {
+    /// The request's path.
+    Path,
+    /// Another resource: what a create made.
+    At(String),
+    /// Nothing (a replayed answer): no row.
+    Nothing,
 }
 
 impl Db {
     pub fn new(store: Store) -> Self {
         let queue =
             (store.backend() == Backend::Sqlite).then(|| Arc::new(WriteQueue::new(store.clone())));
-        Db { store, queue }
+        Db {
+            store,
+            queue,
+            actor: Actor::Unidentified,
+            action: None,
+        }
+    }
+
+    /// Who the request acts for.
+    pub fn actor(&self) -> Actor {
+        self.actor
+    }
+
+    /// The audit row a write of this request records, if any.
+    pub fn action(&self) -> Option<&audit::Action> {
+        self.action.as_deref()
     }
 
     pub fn backend(&self) -> Backend {
@@ -50,7 +90,8 @@ impl Db {
         outcome.map_err(into_api_error)
     }
 
-    /// Runs a write in a transaction that has committed when this returns `Ok`.
+    /// Runs a write in a transaction that has committed when this returns `Ok`, with its audit
+    /// row (on the request's path).
     pub async fn write<T, E, F>(&self, f: F) -> Result<T, ApiError>
     where
         F: FnOnce(&mut DbConnection) -> Result<T, E> + Send + 'static,
@@ -58,6 +99,30 @@ impl Db {
         E: std::error::Error + From<diesel::result::Error> + Send + 'static,
         ApiError: From<E>,
     {
+        self.write_recorded(f, |_| Wrote::Path).await
+    }
+
+    /// [`Db::write`] whose audit row names what `wrote` says of the write's result.
+    pub async fn write_recorded<T, E, F, W>(&self, f: F, wrote: W) -> Result<T, ApiError>
+    where
+        F: FnOnce(&mut DbConnection) -> Result<T, E> + Send + 'static,
+        W: FnOnce(&T) -> Wrote + Send + 'static,
+        T: Send + 'static,
+        E: std::error::Error + From<diesel::result::Error> + Send + 'static,
+        ApiError: From<E>,
+    {
+        let action = self.action.clone();
+        let f = move |c: &mut DbConnection| -> Result<T, E> {
+            let done = f(c)?;
+            if let Some(action) = &action {
+                match wrote(&done) {
+                    Wrote::Path => audit::record(c, action, None)?,
+                    Wrote::At(resource) => audit::record(c, action, Some(&resource))?,
+                    Wrote::Nothing => {}
+                }
+            }
+            Ok(done)
+        };
         let outcome = match &self.queue {
             Some(queue) => queue.write(f).await,
             None => {
@@ -83,6 +148,54 @@ impl Db {
                 format!("no answer within {timeout:?}"),
             )),
         }
+    }
+}
+
+impl FromRequest for Db {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let Some(db) = req.app_data::<Data<Db>>() else {
+            return ready(Err(ApiError::internal(
+                "no database handle in the app data",
+            )));
+        };
+        let actor = crate::middleware::token_auth::actor(req);
+        let reads = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+        let action = (!reads).then(|| {
+            Arc::new(audit::Action {
+                actor,
+                method: req.method().to_string(),
+                route: req.match_pattern().unwrap_or_else(|| req.path().to_owned()),
+                path: req.path().to_owned(),
+            })
+        });
+        ready(Ok(Db {
+            actor,
+            action,
+            ..db.get_ref().clone()
+        }))
+    }
+}
+
+impl apistos::ApiComponent for Db {
+    fn child_schemas(
+        _: apistos::OpenApiVersion,
+    ) -> Vec<(
+        String,
+        apistos::reference_or::ReferenceOr<apistos::ApistosSchema>,
+    )> {
+        Vec::new()
+    }
+
+    fn schema(
+        _: apistos::OpenApiVersion,
+    ) -> Option<(
+        String,
+        apistos::reference_or::ReferenceOr<apistos::ApistosSchema>,
+    )> {
+        None
     }
 }
 

@@ -10,7 +10,7 @@ use actix_web::body::BoxBody;
 use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{CONTENT_TYPE, HeaderValue, LOCATION};
-use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, Responder};
+use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 use apistos::actix::CreatedJson;
 use apistos::paths::Responses;
 use apistos::{ApiComponent, OpenApiVersion};
@@ -20,11 +20,12 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use storage::DbConnection;
 
-use crate::db::Db;
+use crate::db::{Db, Wrote};
 use crate::error::ApiError;
 use crate::extract::HeaderDoc;
-use crate::middleware::token_auth::{Authenticated, Operator};
+use crate::middleware::token_auth::actor;
 use crate::openapi::answers;
+use ownership::Actor;
 
 /// The optional `Idempotency-Key` header of every create.
 pub struct IdempotencyKeyDoc;
@@ -61,6 +62,14 @@ pub struct Retry {
     key: Option<String>,
     caller: String,
     ttl: Duration,
+    /// The collection the create posts to: a created resource's `Location` is under it.
+    path: String,
+}
+
+/// What a create made, when it has a URL of its own: the id its path under the collection
+/// ends with (`None` for resources nobody can fetch one by one, such as articles).
+pub trait Addressable {
+    fn id_segment(&self) -> Option<String>;
 }
 
 impl FromRequest for Retry {
@@ -79,17 +88,16 @@ impl FromRequest for Retry {
             key,
             caller: caller(req),
             ttl,
+            path: req.path().trim_end_matches('/').to_owned(),
         }))
     }
 }
 
 fn caller(req: &HttpRequest) -> String {
-    let extensions = req.extensions();
-    if let Some(user) = extensions.get::<Authenticated>() {
-        return format!("user:{}", user.user_id);
-    }
-    if extensions.get::<Operator>().is_some() {
-        return "operator".to_owned();
+    match actor(req) {
+        Actor::User { user_id, .. } => return format!("user:{user_id}"),
+        Actor::Operator => return "operator".to_owned(),
+        Actor::Unidentified => {}
     }
     let user = req.headers().get("X-User-Id").and_then(|v| v.to_str().ok());
     match user.and_then(|v| v.trim().parse::<i64>().ok()) {
@@ -113,8 +121,10 @@ impl Retry {
         Ok(Some(CallerKey::new(self.caller.clone(), key, self.ttl)))
     }
 
-    /// Runs `create` in a write and answers 201 with what it made; with a key, only once per
-    /// key and request (`scope` names the route, `body` is the request's JSON object).
+    /// Runs `create` in a write and answers 201 with what it made (and its `Location`, when it
+    /// has one); with a key, only once per key and request (`scope` names the route, `body` is
+    /// the request's JSON object). The audit row names the created resource; a replay writes
+    /// none.
     pub async fn create<T, E, F>(
         &self,
         db: &Db,
@@ -124,25 +134,33 @@ impl Retry {
     ) -> Result<Created<T>, ApiError>
     where
         F: FnOnce(&mut DbConnection) -> Result<T, E> + Send + 'static,
-        T: Serialize + Send + 'static,
+        T: Serialize + Addressable + Send + 'static,
         E: std::error::Error + ToProblem + From<diesel::result::Error> + Send + 'static,
     {
+        let collection = self.path.clone();
         let fresh = move |c: &mut DbConnection| -> Result<Answer, E> {
             let made = create(c)?;
             let body = serde_json::to_string(&made)
                 .map_err(|e| diesel::result::Error::SerializationError(Box::new(e)))?;
             Ok(Answer {
                 status: 201,
-                location: None,
+                location: made.id_segment().map(|id| format!("{collection}/{id}")),
                 body,
             })
         };
         let Some(key) = self.caller_key(scope, body)? else {
-            return Ok(Created::new(db.write(fresh).await?, false));
+            let answer = db.write_recorded(fresh, made_at).await?;
+            return Ok(Created::new(answer, false));
         };
         let keyed = key.clone();
         let outcome = db
-            .write(move |c| idempotency::once(c, &keyed, &storage::timestamp::now_rfc3339(), fresh))
+            .write_recorded(
+                move |c| idempotency::once(c, &keyed, &storage::timestamp::now_rfc3339(), fresh),
+                |o: &Outcome| match o.replayed {
+                    true => Wrote::Nothing,
+                    false => made_at(&o.answer),
+                },
+            )
             .await;
         match outcome {
             Ok(Outcome { answer, replayed }) => Ok(Created::new(answer, replayed)),
@@ -152,6 +170,11 @@ impl Retry {
             Err(e) => Err(e),
         }
     }
+}
+
+/// Where a create's audit row says it wrote: the created resource, else the collection.
+fn made_at(answer: &Answer) -> Wrote {
+    answer.location.clone().map_or(Wrote::Path, Wrote::At)
 }
 
 /// After a concurrent request with the same key committed first: its answer.
@@ -216,11 +239,14 @@ impl<T> Responder for Created<T> {
 crate::answer_component!(Created, CreatedJson, |v, content_type, description| {
     let created = <CreatedJson<T> as ApiComponent>::responses(v, content_type, description)?;
     let etag = crate::conditional::etag_header(v);
-    Some(answers::with_header(
-        with_replayed_header(created, v),
-        "ETag",
-        &etag,
-    ))
+    let location = answers::header(
+        "The created resource's path, where it has one of its own (a note: `/notes/{id}`).",
+        false,
+        serde_json::json!({"type": "string"}),
+        v,
+    );
+    let created = answers::with_header(with_replayed_header(created, v), "ETag", &etag);
+    Some(answers::with_header(created, "Location", &location))
 });
 
 /// Documents [`REPLAYED`] on every response of `responses`.

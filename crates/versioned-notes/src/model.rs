@@ -20,6 +20,8 @@ pub struct VersionedNote {
     /// RFC 3339, UTC, second precision.
     pub created_at: String,
     pub updated_at: String,
+    /// The user that created it (`None`: the operator, authentication off, or older).
+    pub owner_id: Option<i64>,
 }
 
 /// A valid new note.

@@ -6,6 +6,7 @@ diesel::table! {
         tags -> Text,
         created_at -> Text,
         updated_at -> Text,
+        owner_id -> Nullable<BigInt>,
     }
 }
 

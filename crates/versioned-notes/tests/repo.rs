@@ -19,12 +19,12 @@ fn v2(title: &str, tags: &[&str]) -> NoteInput {
 #[test]
 fn notes_round_trip_with_their_tags_in_order() {
     on_each_backend(|c| {
-        let n = repo::notes::create(c, &v2("t", &["z", "a", "z"])).unwrap();
+        let n = repo::notes::create(c, &v2("t", &["z", "a", "z"]), None).unwrap();
         assert_eq!(n.tags, ["z", "a", "z"]);
         assert_eq!(n.created_at, n.updated_at);
         assert_eq!(repo::notes::get(c, n.id).unwrap(), n);
         let v1 = NoteInput::from_v1_json(&object(json!({"title": "one", "content": "c"}))).unwrap();
-        let one = repo::notes::create(c, &v1).unwrap();
+        let one = repo::notes::create(c, &v1, None).unwrap();
         assert!(one.tags.is_empty());
         assert!(matches!(
             repo::notes::get(c, one.id + 1),
@@ -38,7 +38,7 @@ fn pages_are_newest_first_and_count_every_note() {
     on_each_backend(|c| {
         let ids: Vec<i64> = (0..5)
             .map(|i| {
-                repo::notes::create(c, &v2(&format!("n{i}"), &[]))
+                repo::notes::create(c, &v2(&format!("n{i}"), &[]), None)
                     .unwrap()
                     .id
             })
@@ -60,7 +60,7 @@ fn pages_are_newest_first_and_count_every_note() {
 #[test]
 fn corrupt_stored_tags_are_an_error_not_a_panic() {
     on_each_backend(|c| {
-        let n = repo::notes::create(c, &v2("t", &["a"])).unwrap();
+        let n = repo::notes::create(c, &v2("t", &["a"]), None).unwrap();
         diesel::sql_query(format!(
             "UPDATE versioned_notes SET tags = 'not json' WHERE id = {}",
             n.id

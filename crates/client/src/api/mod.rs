@@ -25,8 +25,8 @@ use serde::de::DeserializeOwned;
 use crate::error::ClientError;
 use crate::transport::{Call, Client};
 use crate::types::{
-    DegradedPolicy, Health, HealthReport, HealthStatus, MachineHealth, Page, PageRequest, Pong,
-    ProblemTypeDoc, Protected, ServiceInfo, V1Usage,
+    AuditPage, AuditRequest, DegradedPolicy, Health, HealthReport, HealthStatus, MachineHealth,
+    Page, PageRequest, Pong, ProblemTypeDoc, Protected, ServiceInfo, V1Usage,
 };
 use crate::walk::walk;
 
@@ -204,6 +204,21 @@ impl Client {
     /// ```
     pub async fn v1_usage(&self, page: PageRequest) -> Result<Page<V1Usage>, ClientError> {
         let call = Call::new("v1_usage", Method::GET, "/metrics/v1-usage").query(page.query());
+        Ok(self.fetch(call, StatusCode::OK).await?.0)
+    }
+
+    /// `GET /audit`: who made each successful write, newest first (operator data: with
+    /// authentication on, build the client with the operator key).
+    ///
+    /// ```no_run
+    /// # async fn run(api: client::Client) -> Result<(), client::ClientError> {
+    /// for row in api.audit(client::AuditRequest::new(50).user(7)).await?.items {
+    ///     println!("{} {} {} by token {:?}", row.at, row.method, row.resource, row.token_id);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn audit(&self, page: AuditRequest) -> Result<AuditPage, ClientError> {
+        let call = Call::new("list_audit", Method::GET, "/audit").query(page.query());
         Ok(self.fetch(call, StatusCode::OK).await?.0)
     }
 }

@@ -5,6 +5,7 @@
 
 mod accounts;
 mod articles;
+mod audit;
 mod notes;
 mod paging;
 mod tokens;
@@ -15,6 +16,7 @@ pub use accounts::{
     EventsRequest, NewEvent, OpenAccount,
 };
 pub use articles::{Article, ArticleCursorPage, ArticleInput, ArticleOffsetPage, CursorRequest};
+pub use audit::{AuditEntry, AuditPage, AuditRequest};
 pub(crate) use notes::Envelope;
 pub use notes::{
     Comment, CommentInput, Note, NoteInput, NoteV1, NoteV1Input, NoteV1List, NoteV2, NoteV2Input,

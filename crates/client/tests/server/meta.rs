@@ -9,7 +9,32 @@ on_both_backends!(
     meta_health_and_ping,
     strict_identity_rejects_another_service,
     api_key_and_bearer_credentials,
+    the_audit_trail_names_each_write,
 );
+
+async fn the_audit_trail_names_each_write(server: Running) {
+    let api = connect(&server);
+    let note = api
+        .notes()
+        .create(&client::NoteInput::new("t", "b"))
+        .await
+        .unwrap();
+    api.notes().delete(note.id).await.unwrap();
+    let page = api.audit(client::AuditRequest::new(1)).await.unwrap();
+    assert!(page.has_more);
+    let newest = &page.items[0];
+    assert_eq!(
+        (newest.method.as_str(), newest.resource.as_str()),
+        ("DELETE", format!("/notes/{}", note.id).as_str())
+    );
+    assert_eq!((newest.actor.as_str(), newest.user_id), ("anonymous", None));
+    let older = api
+        .audit(client::AuditRequest::new(1).before(page.next_cursor.unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(older.items[0].route, "/notes");
+    assert!(!older.has_more);
+}
 
 async fn meta_health_and_ping(server: Running) {
     let api = connect(&server);

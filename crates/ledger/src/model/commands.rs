@@ -12,6 +12,9 @@ use super::*;
 pub struct OpenAccount {
     pub(crate) account_id: String,
     pub(crate) owner: String,
+    /// The user the account belongs to (`None`: no user; only the operator may use it where
+    /// authentication is on). Not the `owner` text, which is the event's payload as sent.
+    pub(crate) owner_id: Option<i64>,
 }
 
 impl OpenAccount {
@@ -30,8 +33,20 @@ impl OpenAccount {
         let owner = f.text("owner", OWNER_MAX);
         f.finish().map_err(Error::Validation)?;
         match (account_id, owner) {
-            (Some(account_id), Some(owner)) => Ok(OpenAccount { account_id, owner }),
+            (Some(account_id), Some(owner)) => Ok(OpenAccount {
+                account_id,
+                owner,
+                owner_id: None,
+            }),
             _ => Err(Error::Validation(Vec::new())),
+        }
+    }
+
+    /// The account, belonging to `user` (the user whose token opens it).
+    pub fn owned_by(self, user: Option<i64>) -> Self {
+        OpenAccount {
+            owner_id: user,
+            ..self
         }
     }
 

@@ -246,6 +246,9 @@ pub struct AccountState {
 pub struct Account {
     pub account_id: String,
     pub state: AccountState,
+    /// The user that opened it (`None`: the operator, authentication off, or older). Not part
+    /// of the fold: who may see the account, not what its events say.
+    pub owner_id: Option<i64>,
 }
 
 #[cfg(test)]

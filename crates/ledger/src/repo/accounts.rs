@@ -17,6 +17,7 @@ struct AccountRow {
     is_open: bool,
     last_sequence: i64,
     updated_at: String,
+    owner_id: Option<i64>,
 }
 
 fn to_account(row: AccountRow) -> Account {
@@ -29,7 +30,15 @@ fn to_account(row: AccountRow) -> Account {
             last_sequence: row.last_sequence,
             updated_at: row.updated_at,
         },
+        owner_id: row.owner_id,
     }
+}
+
+/// The locked accounts of a batch: their states, and who owns each.
+#[derive(Debug, Default)]
+pub struct Locked {
+    pub states: HashMap<String, AccountState>,
+    pub owners: HashMap<String, Option<i64>>,
 }
 
 /// The transaction's first statement for a batch of appends: locks the projection rows of
@@ -38,11 +47,8 @@ fn to_account(row: AccountRow) -> Account {
 /// `busy_timeout`) before anything is read, so there is no stale snapshot to upgrade; on
 /// PostgreSQL `SELECT … ORDER BY account_id FOR UPDATE` takes the rows' locks in id order.
 /// From here to commit the batch's accounts change only through this transaction. Ids without
-/// a row are simply absent from the map.
-pub fn lock_accounts(
-    conn: &mut DbConnection,
-    ids: &[&str],
-) -> Result<HashMap<String, AccountState>, Error> {
+/// a row are simply absent from the maps.
+pub fn lock_accounts(conn: &mut DbConnection, ids: &[&str]) -> Result<Locked, Error> {
     let rows: Vec<AccountRow> = match conn {
         DbConnection::Postgresql(c) => accounts::table
             .filter(accounts::account_id.eq_any(ids))
@@ -56,24 +62,27 @@ pub fn lock_accounts(
             .returning(accounts::all_columns)
             .get_results(c)?,
     };
-    Ok(rows
-        .into_iter()
-        .map(|r| {
-            let a = to_account(r);
-            (a.account_id, a.state)
-        })
-        .collect())
+    let mut locked = Locked::default();
+    for row in rows {
+        let a = to_account(row);
+        locked.owners.insert(a.account_id.clone(), a.owner_id);
+        locked.states.insert(a.account_id, a.state);
+    }
+    Ok(locked)
 }
 
-/// Inserts a new projection row (the account must not exist: a duplicate is `AccountExists`).
+/// Inserts a new projection row owned by `owner` (the account must not exist: a duplicate is
+/// `AccountExists`).
 pub fn insert_account(
     conn: &mut DbConnection,
     id: &str,
     state: &AccountState,
+    owner: Option<i64>,
 ) -> Result<(), Error> {
     diesel::insert_into(accounts::table)
         .values((
             accounts::account_id.eq(id),
+            accounts::owner_id.eq(owner),
             accounts::owner.eq(&state.owner),
             accounts::balance_cents.eq(state.balance_cents),
             accounts::is_open.eq(state.is_open),
@@ -140,9 +149,25 @@ pub fn get_account(conn: &mut DbConnection, id: &str) -> Result<Option<Account>,
         .map(to_account))
 }
 
-/// One page of projections ordered by `account_id`, and the total count (one statement).
-pub fn list_accounts(conn: &mut DbConnection, page: Page) -> Result<(Vec<Account>, i64), Error> {
+/// One page of projections ordered by `account_id`, and the total count: everyone's (one
+/// statement) or, with `owner`, that user's only (counted by its index).
+pub fn list_accounts(
+    conn: &mut DbConnection,
+    page: Page,
+    owner: Option<i64>,
+) -> Result<(Vec<Account>, i64), Error> {
     use storage::counts::{self, Counted};
+    if let Some(owner) = owner {
+        let mine = accounts::table.filter(accounts::owner_id.eq(owner));
+        let rows: Vec<AccountRow> = mine
+            .select(accounts::all_columns)
+            .order(accounts::account_id.asc())
+            .limit(page.limit)
+            .offset(page.offset)
+            .load(conn)?;
+        let total: i64 = mine.count().get_result(conn)?;
+        return Ok((rows.into_iter().map(to_account).collect(), total));
+    }
     let counted = Counted::table("accounts");
     let rows: Vec<(AccountRow, i64)> = accounts::table
         .select((accounts::all_columns, counts::total_column(counted)))

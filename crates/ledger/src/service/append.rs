@@ -5,6 +5,8 @@ use std::borrow::Borrow;
 use diesel::Connection;
 use storage::DbConnection;
 
+use ownership::Actor;
+
 use crate::fold::{apply, decide};
 use crate::{AccountState, AppendEvent, CallerKey, Error, Event, Fact, is_valid_account_id, repo};
 
@@ -38,15 +40,19 @@ impl Appender {
 }
 
 /// One command of a batch: append `command` to `account_id`, optionally under a caller's
-/// idempotency key.
+/// idempotency key, for `actor` (an account of another user does not exist for it), recording
+/// `audit` with the event when given.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Append {
     pub account_id: String,
     pub command: AppendEvent,
     pub key: Option<CallerKey>,
+    pub actor: Actor,
+    pub audit: Option<audit::Action>,
 }
 
-/// Appends one event to an account: [`append_batch`] with a batch of one.
+/// Appends one event to an account: [`append_batch`] with a batch of one, with no ownership
+/// rule and no audit row (the operator's and the tools' way).
 pub fn append(
     conn: &mut DbConnection,
     account_id: &str,
@@ -57,6 +63,8 @@ pub fn append(
         account_id: account_id.to_owned(),
         command: command.clone(),
         key: key.cloned(),
+        actor: Actor::Unidentified,
+        audit: None,
     };
     let mut outcomes = append_batch(conn, &[job]);
     outcomes
@@ -114,7 +122,7 @@ fn attempt_batch<A: Borrow<Append>>(
         .collect();
     ids.sort_unstable();
     ids.dedup();
-    let mut states = repo::lock_accounts(c, &ids)?;
+    let repo::Locked { mut states, owners } = repo::lock_accounts(c, &ids)?;
     let keys: Vec<&CallerKey> = jobs.iter().filter_map(|j| j.key.as_ref()).collect();
     let mut stored_keys = repo::find_keys(c, &keys)?.into_iter();
     let now = storage::timestamp::now_sql();
@@ -124,11 +132,11 @@ fn attempt_batch<A: Borrow<Append>>(
     let mut plans: Vec<Plan> = Vec::with_capacity(jobs.len());
     for job in &jobs {
         let stored_key = job.key.as_ref().and_then(|_| stored_keys.next().flatten());
+        let visible = owners
+            .get(&job.account_id)
+            .is_some_and(|owner| job.actor.sees(*owner));
         let plan = match states.get_mut(&job.account_id) {
-            None => Plan::Refused(Error::AccountNotFound {
-                id: job.account_id.clone(),
-            }),
-            Some(state) => plan_one(
+            Some(state) if visible => plan_one(
                 c,
                 job,
                 state,
@@ -137,6 +145,10 @@ fn attempt_batch<A: Borrow<Append>>(
                 &mut new_events,
                 &now,
             )?,
+            // Unknown, or another user's: its existence is private.
+            _ => Plan::Refused(Error::AccountNotFound {
+                id: job.account_id.clone(),
+            }),
         };
         plans.push(plan);
     }
@@ -152,6 +164,16 @@ fn attempt_batch<A: Borrow<Append>>(
     let folded: Vec<(&str, &AccountState)> = written.iter().map(|id| (*id, &states[*id])).collect();
     repo::save_projections(c, &folded)?;
     repo::insert_keys(c, &new_keys).map_err(key_error)?;
+    for (job, plan) in jobs.iter().zip(&plans) {
+        if let (Some(action), Plan::New(n)) = (&job.audit, plan) {
+            let resource = format!(
+                "{}/{}",
+                action.path.trim_end_matches('/'),
+                stored[*n].sequence
+            );
+            audit::record(c, action, Some(&resource))?;
+        }
+    }
 
     Ok(plans
         .into_iter()

@@ -38,7 +38,7 @@ pub fn open_account(
                 },
             );
             // The first statement writes, so on SQLite it waits for the write lock.
-            repo::insert_account(c, id, &state)?;
+            repo::insert_account(c, id, &state, input.owner_id)?;
             let mut payload = serde_json::Map::new();
             payload.insert("owner".into(), input.owner.clone().into());
             let event = repo::insert_event(

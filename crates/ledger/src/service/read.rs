@@ -3,22 +3,37 @@
 use pagination::{Cursor, CursorPage, Page};
 use storage::DbConnection;
 
+use ownership::Actor;
+
 use crate::{Account, Error, Event, is_valid_account_id, repo};
 
-/// The projection of one account (an id of the wrong form cannot exist: not found).
-pub fn get_account(conn: &mut DbConnection, account_id: &str) -> Result<Account, Error> {
+/// The projection of one account, as `actor` may see it: an account of another user does not
+/// exist for it (its existence is private), nor does an id of the wrong form.
+pub fn get_account(
+    conn: &mut DbConnection,
+    account_id: &str,
+    actor: Actor,
+) -> Result<Account, Error> {
     let found = if is_valid_account_id(account_id) {
         repo::get_account(conn, account_id)?
     } else {
         None
     };
-    found.ok_or_else(|| Error::AccountNotFound {
-        id: account_id.to_owned(),
-    })
+    found
+        .filter(|a| actor.sees(a.owner_id))
+        .ok_or_else(|| Error::AccountNotFound {
+            id: account_id.to_owned(),
+        })
 }
 
-pub fn list_accounts(conn: &mut DbConnection, page: Page) -> Result<(Vec<Account>, i64), Error> {
-    repo::list_accounts(conn, page)
+/// A page of the accounts `actor` may see (a user's own; everyone's for the operator), and
+/// how many of them there are.
+pub fn list_accounts(
+    conn: &mut DbConnection,
+    page: Page,
+    actor: Actor,
+) -> Result<(Vec<Account>, i64), Error> {
+    repo::list_accounts(conn, page, actor.only_owner())
 }
 
 /// `after_sequence` (≥ 0, default 0) and `limit` (1 ..= 1,000, default 1,000) of an event list.
@@ -85,17 +100,21 @@ impl Default for EventsPage {
 
 /// One page of an account's events (sequence ascending, at most `limit` and about
 /// [`crate::model::EVENTS_PAGE_MAX_BYTES`]) and the count of all its events. An unknown account
-/// simply has none. `next_cursor` is the `after_sequence` of the next page.
+/// simply has none, and so has another user's account for `actor`. `next_cursor` is the
+/// `after_sequence` of the next page.
 pub fn list_events(
     conn: &mut DbConnection,
     account_id: &str,
     page: EventsPage,
+    actor: Actor,
 ) -> Result<(CursorPage<Event>, i64), Error> {
     let cursor = Cursor {
         limit: page.limit,
         after: Some(page.after_sequence),
     };
-    if !is_valid_account_id(account_id) {
+    let hidden = actor.is_restricted()
+        && !repo::get_account(conn, account_id)?.is_some_and(|a| actor.sees(a.owner_id));
+    if !is_valid_account_id(account_id) || hidden {
         return Ok((CursorPage::from_rows(Vec::new(), cursor, |e| e.sequence), 0));
     }
     let (rows, count) =

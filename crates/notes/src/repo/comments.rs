@@ -42,12 +42,14 @@ pub fn create(
     conn: &mut DbConnection,
     note_id: i64,
     input: &CommentInput,
+    owner: Option<i64>,
 ) -> Result<Comment, Error> {
     super::notes::ensure_exists(conn, note_id)?;
     diesel::insert_into(comments::table)
         .values((
             comments::note_id.eq(note_id),
             comments::body.eq(&input.body),
+            comments::owner_id.eq(owner),
         ))
         .returning(comments::all_columns)
         .get_result::<Comment>(conn)

@@ -18,9 +18,18 @@ pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<Note>, i64), Err
     Ok(counts::split(conn, rows, counted)?)
 }
 
-pub fn create(conn: &mut DbConnection, input: &NoteInput) -> Result<Note, Error> {
+/// Creates a note owned by `owner` (`None`: no user).
+pub fn create(
+    conn: &mut DbConnection,
+    input: &NoteInput,
+    owner: Option<i64>,
+) -> Result<Note, Error> {
     let row: Note = diesel::insert_into(notes::table)
-        .values((notes::title.eq(&input.title), notes::body.eq(&input.body)))
+        .values((
+            notes::title.eq(&input.title),
+            notes::body.eq(&input.body),
+            notes::owner_id.eq(owner),
+        ))
         .returning(notes::all_columns)
         .get_result(conn)?;
     Ok(row)

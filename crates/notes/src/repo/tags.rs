@@ -31,10 +31,10 @@ pub fn list(conn: &mut DbConnection, page: Page) -> Result<(Vec<Tag>, i64), Erro
 }
 
 /// Creates a tag; a name that exists already is `DuplicateTagName` (the unique index decides,
-/// so two concurrent creates of one name cannot both win).
-pub fn create(conn: &mut DbConnection, input: &TagInput) -> Result<Tag, Error> {
+/// so two concurrent creates of one name cannot both win). It belongs to `owner`.
+pub fn create(conn: &mut DbConnection, input: &TagInput, owner: Option<i64>) -> Result<Tag, Error> {
     diesel::insert_into(tags::table)
-        .values(tags::name.eq(&input.name))
+        .values((tags::name.eq(&input.name), tags::owner_id.eq(owner)))
         .returning(tags::all_columns)
         .get_result::<Tag>(conn)
         .map_err(duplicate(input))

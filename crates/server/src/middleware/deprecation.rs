@@ -22,7 +22,7 @@ use versioned_notes::tally::Tally;
 use versioned_notes::{DeprecationForm, caller};
 
 use crate::middleware::client::TrustedProxies;
-use crate::middleware::token_auth::Authenticated;
+use crate::middleware::token_auth::actor_in;
 
 /// What the layers need from the settings.
 #[derive(Debug, Clone, Copy)]
@@ -64,7 +64,7 @@ pub async fn count(
         Some(policy) if is_v1(req.path()) => *policy.get_ref(),
         _ => return Ok(next.call(req).await?.map_into_boxed_body()),
     };
-    let authenticated = req.extensions().get::<Authenticated>().map(|a| a.user_id);
+    let authenticated = actor_in(&req.extensions()).owner_id();
     let who = match authenticated {
         Some(user_id) => caller(Some(&user_id.to_string()), None),
         None => caller(

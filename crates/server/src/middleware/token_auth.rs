@@ -3,23 +3,30 @@
 //! public allow-list, so a route added later is protected until someone decides otherwise.
 //!
 //! - Reads (GET, HEAD, OPTIONS) need any active token; writes need scope `write` or `admin`.
+//! - The operator credential (a key of `API_KEYS` in `API_KEY_HEADER`) passes on every route:
+//!   the operator may read and change everything, including the rows that belong to no user.
 //! - Token management (creating a user; issuing, listing, revoking and rotating a user's
-//!   tokens) needs the operator credential (a key of `API_KEYS` in `API_KEY_HEADER`), or an
-//!   `admin` token of that same user. `X-User-Id` alone grants nothing.
+//!   tokens) needs the operator credential, or an `admin` token of that same user. `X-User-Id`
+//!   alone grants nothing.
+//! - Operator data (received webhooks, V1 usage, the audit trail) needs the operator
+//!   credential: a user's token is 403 there.
 //! - Missing, unknown, revoked or expired: 401 `unauthorized` with `WWW-Authenticate: Bearer`;
 //!   too small a scope or another user's tokens: 403 `forbidden`, naming what was missing.
 //!
 //! Each request costs one SHA-256 and one indexed lookup; there is no cache, so a revoked token
-//! is refused from the next request on. The guard records who passed ([`Authenticated`],
-//! [`Operator`]) for the layers and handlers inside it.
+//! is refused from the next request on. The guard records who passed (an [`Actor`] in the
+//! request's extensions) for the layers and handlers inside it; what a user may do with what
+//! another user owns is decided by the domain crates (crates/ownership).
 
-use actix_web::HttpMessage;
 use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::Extensions;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
 use actix_web::http::header::{HeaderValue, WWW_AUTHENTICATE};
 use actix_web::middleware::Next;
 use actix_web::web::Data;
+use actix_web::{HttpMessage, HttpRequest};
+use ownership::Actor;
 use problem_details::{Problem, Slug};
 
 use crate::db::Db;
@@ -45,16 +52,17 @@ impl ApiAuth {
     }
 }
 
-/// The user whose token let the request through, in the request's extensions (inner layers
-/// key on it instead of on headers the client writes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Authenticated {
-    pub user_id: i64,
+/// Who the request acts for, as the guard decided (inner layers key on it instead of on
+/// headers the client writes): `Unidentified` when authentication is off or the route is
+/// public.
+pub fn actor(req: &HttpRequest) -> Actor {
+    actor_in(&req.extensions())
 }
 
-/// The request carried the operator credential (a key of `API_KEYS`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Operator;
+/// [`actor`] from a request's extensions.
+pub fn actor_in(extensions: &Extensions) -> Actor {
+    extensions.get::<Actor>().copied().unwrap_or_default()
+}
 
 /// What a route needs in tokens mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +73,8 @@ pub enum Access {
     Bearer,
     /// Creating a user: the operator credential.
     CreateUser,
+    /// Operator data (received webhooks, V1 usage, the audit trail): the operator credential.
+    OperatorOnly,
     /// A user's tokens: the operator credential, or an `admin` token of this user.
     ManageTokens { user_id: i64 },
 }
@@ -103,6 +113,7 @@ pub fn access(method: &Method, path: &str) -> Access {
     let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
     match segments.as_slice() {
         ["users"] => Access::CreateUser,
+        ["webhook", "events"] | ["metrics", "v1-usage"] | ["audit"] => Access::OperatorOnly,
         ["users", user, "tokens", ..] => Access::ManageTokens {
             user_id: tokens::parse_path_id(user),
         },
@@ -156,12 +167,11 @@ pub async fn guard(
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
     let operator_auth = req.app_data::<Data<ExampleAuth>>().cloned();
-    let operator = matches!(needs, Access::CreateUser | Access::ManageTokens { .. })
-        && operator_auth
-            .as_ref()
-            .is_some_and(|auth| auth.check_api_key(req.request()).is_ok());
+    let operator = operator_auth
+        .as_ref()
+        .is_some_and(|auth| auth.check_api_key(req.request()).is_ok());
     if operator {
-        req.extensions_mut().insert(Operator);
+        req.extensions_mut().insert(Actor::Operator);
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
     if needs == Access::CreateUser {
@@ -199,6 +209,11 @@ pub async fn guard(
         Access::ManageTokens { user_id } if user_id != token.user_id => {
             Some("An admin token manages only its own user's tokens.".to_owned())
         }
+        Access::OperatorOnly => Some(format!(
+            "{} is operator data: it needs the operator key (a key of API_KEYS, in \
+             API_KEY_HEADER), not a user's token.",
+            req.path()
+        )),
         _ if !is_read(req.method()) && !token.scope.allows_write() => Some(format!(
             "{} here needs a token with scope write or admin; this one has scope {}.",
             req.method(),
@@ -209,8 +224,9 @@ pub async fn guard(
     if let Some(detail) = refusal {
         return Ok(refuse(req, forbidden(detail)));
     }
-    req.extensions_mut().insert(Authenticated {
+    req.extensions_mut().insert(Actor::User {
         user_id: token.user_id,
+        token_id: token.id,
     });
     crate::routes::tokens::record_use(&db, token).await;
     Ok(next.call(req).await?.map_into_boxed_body())
@@ -242,7 +258,6 @@ mod tests {
             (Method::GET, "/notes"),
             (Method::GET, "/examples/notes"),
             (Method::POST, "/examples/tags"),
-            (Method::GET, "/webhook/events"),
             (Method::GET, "/webhook"),
             (Method::GET, "/tokens/verify"),
             (Method::GET, "/healthz"),
@@ -250,9 +265,17 @@ mod tests {
             (Method::GET, "/docsx"),
             (Method::POST, "/examples/ping"),
             (Method::GET, "/a/route/added/later"),
-            (Method::GET, "/metrics/v1-usage"),
+            (Method::GET, "/webhook/events/1"),
         ] {
             assert_eq!(access(&method, path), Access::Bearer, "{method} {path}");
+        }
+        for path in [
+            "/webhook/events",
+            "/webhook/events/",
+            "/metrics/v1-usage",
+            "/audit",
+        ] {
+            assert_eq!(access(&Method::GET, path), Access::OperatorOnly, "{path}");
         }
     }
 

@@ -110,8 +110,8 @@ pub const API_KEY_SCHEME: &str = "api_key";
 
 /// Says on every operation what `API_AUTH=tokens` asks of it, from the guard's own rule
 /// ([`access`]), so the document cannot drift from what is enforced: public operations
-/// `security: []` (or the credential their handler checks), token management the operator key
-/// or a bearer token, everything else a bearer token.
+/// `security: []` (or the credential their handler checks), creating users and operator data
+/// the operator key, everything else a bearer token or the operator key.
 pub(super) fn security(doc: &mut Value) {
     for (path, method, op) in operations_mut(doc) {
         let Ok(method) = method.to_uppercase().parse::<Method>() else {
@@ -126,11 +126,11 @@ pub(super) fn security(doc: &mut Value) {
         let security = match (access(&method, &example_path(path)), own) {
             (Access::Public, Some(own)) => own.clone(),
             (Access::Public, None) => json!([]),
-            (Access::CreateUser, _) => json!([{API_KEY_SCHEME: []}]),
-            (Access::ManageTokens { .. }, _) => {
+            (Access::CreateUser | Access::OperatorOnly, _) => json!([{API_KEY_SCHEME: []}]),
+            // The operator key passes wherever a bearer token does.
+            (Access::ManageTokens { .. } | Access::Bearer, _) => {
                 json!([{BEARER_SCHEME: []}, {API_KEY_SCHEME: []}])
             }
-            (Access::Bearer, _) => json!([{BEARER_SCHEME: []}]),
         };
         let needs_token = security.as_array().is_some_and(|s| !s.is_empty());
         if let Some(op) = op.as_object_mut() {

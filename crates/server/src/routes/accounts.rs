@@ -21,7 +21,7 @@ use apistos::schemars;
 
 use super::dto::{PageQuery, TEXT_PATTERN};
 use crate::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged};
-use crate::db::Db;
+use crate::db::{Db, Wrote};
 use crate::error::ApiError;
 use crate::extract::{JsonObject, RawQuery};
 use crate::idempotent::Retry;
@@ -262,14 +262,20 @@ impl ApiComponent for CreatedEvent {
     error_code = 503
 )]
 pub async fn open(
-    db: Data<Db>,
+    db: Db,
     retry: Retry,
     body: JsonObject<OpenAccountBody>,
 ) -> Result<CreatedEvent, ApiError> {
-    let input = OpenAccount::from_json(&body)?;
+    let input = OpenAccount::from_json(&body)?.owned_by(db.actor().owner_id());
     let key = retry.caller_key("open_account", &body)?;
     let recorded = db
-        .write(move |c| service::open_account(c, &input, key.as_ref()))
+        .write_recorded(
+            move |c| service::open_account(c, &input, key.as_ref()),
+            |r| match r.replayed {
+                true => Wrote::Nothing,
+                false => Wrote::At(format!("/accounts/{}", r.event.aggregate_id)),
+            },
+        )
         .await?;
     Ok(CreatedEvent {
         recorded,
@@ -281,9 +287,12 @@ pub async fn open(
 ///
 /// Projections ordered by `account_id`, paged by `limit` and `offset`.
 #[api_operation(operation_id = "list_accounts", tag = "accounts", error_code = 422)]
-pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Linked<AccountList>, ApiError> {
+pub async fn list(db: Db, q: RawQuery<PageQuery>) -> Result<Linked<AccountList>, ApiError> {
     let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
-    let (items, total) = db.read(move |c| service::list_accounts(c, page)).await?;
+    let actor = db.actor();
+    let (items, total) = db
+        .read(move |c| service::list_accounts(c, page, actor))
+        .await?;
     Ok(Linked::new(
         pagination::ListEnvelope::new(items, page, total).into(),
     ))
@@ -292,12 +301,15 @@ pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Linked<Account
 /// Get an account
 #[api_operation(operation_id = "get_account", tag = "accounts", error_code = 404)]
 pub async fn get_one(
-    db: Data<Db>,
+    db: Db,
     path: Path<AccountPath>,
     _doc: IfNoneMatchParam,
 ) -> Result<Tagged<AccountDto>, ApiError> {
-    let id = path.into_inner().id;
-    let account = AccountDto::from(db.read(move |c| service::get_account(c, &id)).await?);
+    let (id, actor) = (path.into_inner().id, db.actor());
+    let account = AccountDto::from(
+        db.read(move |c| service::get_account(c, &id, actor))
+            .await?,
+    );
     let sequence = account.last_sequence;
     Ok(Tagged::by_sequence(account, sequence))
 }
@@ -319,6 +331,7 @@ pub async fn get_one(
 )]
 pub async fn append(
     appender: Data<Appender>,
+    db: Db,
     path: Path<AccountPath>,
     retry: Retry,
     if_match: IfMatch,
@@ -339,6 +352,8 @@ pub async fn append(
         account_id,
         command,
         key,
+        actor: db.actor(),
+        audit: db.action().cloned(),
     };
     let recorded = match appender.append(job).await {
         Err(ledger::Error::SequenceMismatch { .. }) if expected.is_some() => {
@@ -358,13 +373,15 @@ pub async fn append(
 /// events (200 with total 0).
 #[api_operation(operation_id = "list_events", tag = "accounts", error_code = 422)]
 pub async fn events(
-    db: Data<Db>,
+    db: Db,
     path: Path<AccountPath>,
     q: RawQuery<EventsQuery>,
 ) -> Result<Linked<AccountEventList>, ApiError> {
-    let id = path.into_inner().id;
+    let (id, actor) = (path.into_inner().id, db.actor());
     let page = EventsPage::parse(q.get("after_sequence"), q.get("limit"))?;
-    let (page, total) = db.read(move |c| service::list_events(c, &id, page)).await?;
+    let (page, total) = db
+        .read(move |c| service::list_events(c, &id, page, actor))
+        .await?;
     Ok(Linked::new(AccountEventList {
         total,
         has_more: page.has_more,

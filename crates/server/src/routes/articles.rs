@@ -1,6 +1,5 @@
 //! Area B: `POST /articles`, `GET /articles/offset`, `GET /articles/cursor`.
 
-use actix_web::web::Data;
 use apistos::web::{ServiceConfig, get, post, resource};
 use apistos::{ApiComponent, api_operation};
 use articles::{Article, ArticleInput, NewArticle, repo};
@@ -41,6 +40,13 @@ impl From<Article> for ArticleDto {
             category: a.category,
             created_at: a.created_at,
         }
+    }
+}
+
+/// Articles are read in pages only: no URL of their own.
+impl crate::idempotent::Addressable for ArticleDto {
+    fn id_segment(&self) -> Option<String> {
+        None
     }
 }
 
@@ -152,7 +158,7 @@ impl From<CursorPage<Article>> for ArticleCursorPage {
     error_code = 422
 )]
 pub async fn create(
-    db: Data<Db>,
+    db: Db,
     retry: Retry,
     body: JsonObject<ArticleBody>,
 ) -> Result<Created<ArticleDto>, ApiError> {
@@ -160,9 +166,10 @@ pub async fn create(
         ArticleInput::from_json(&body)?,
         storage::timestamp::now_rfc3339(),
     );
+    let owner = db.actor().owner_id();
     retry
         .create(&db, "POST /articles", &body, move |c| {
-            repo::create(c, &new).map(ArticleDto::from)
+            repo::create(c, &new, owner).map(ArticleDto::from)
         })
         .await
 }
@@ -177,7 +184,7 @@ pub async fn create(
     error_code = 422
 )]
 pub async fn list_offset(
-    db: Data<Db>,
+    db: Db,
     q: RawQuery<ClampedPageQuery>,
 ) -> Result<Linked<ArticleOffsetPage>, ApiError> {
     let page = Page::clamped(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
@@ -197,7 +204,7 @@ pub async fn list_offset(
     error_code = 422
 )]
 pub async fn list_cursor(
-    db: Data<Db>,
+    db: Db,
     q: RawQuery<CursorQuery>,
 ) -> Result<Linked<ArticleCursorPage>, ApiError> {
     let cursor = Cursor::clamped(q.get("limit"), q.get("after")).map_err(Problem::validation)?;

@@ -1,4 +1,4 @@
-use actix_web::web::{Data, Path};
+use actix_web::web::Path;
 use apistos::actix::NoContent;
 use apistos::web::{ServiceConfig, delete, get, post, put, resource};
 use apistos::{ApiComponent, api_operation};
@@ -37,6 +37,12 @@ impl From<Comment> for CommentDto {
     }
 }
 
+impl crate::idempotent::Addressable for CommentDto {
+    fn id_segment(&self) -> Option<String> {
+        Some(self.id.to_string())
+    }
+}
+
 /// A comment's body: required, not blank.
 #[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -62,7 +68,7 @@ crate::list_dto!(CommentList, CommentDto);
     error_code = 422
 )]
 pub async fn list(
-    db: Data<Db>,
+    db: Db,
     path: Path<NotePath>,
     q: RawQuery<PageQuery>,
 ) -> Result<Linked<CommentList>, ApiError> {
@@ -86,16 +92,17 @@ pub async fn list(
     error_code = 422
 )]
 pub async fn create(
-    db: Data<Db>,
+    db: Db,
     retry: Retry,
     path: Path<NotePath>,
     body: JsonObject<CommentBody>,
 ) -> Result<Created<CommentDto>, ApiError> {
     let (note_id, input) = (path.note_id, CommentInput::from_json(&body)?);
     let route = "POST /notes/{note_id}/comments";
+    let owner = db.actor().owner_id();
     retry
         .create(&db, route, &with_path(&body, note_id), move |c| {
-            repo::comments::create(c, note_id, &input).map(CommentDto::from)
+            repo::comments::create(c, note_id, &input, owner).map(CommentDto::from)
         })
         .await
 }
@@ -103,7 +110,7 @@ pub async fn create(
 /// Get a comment
 #[api_operation(operation_id = "get_comment", tag = "comments", error_code = 404)]
 pub async fn get_one(
-    db: Data<Db>,
+    db: Db,
     path: Path<CommentPath>,
     _doc: IfNoneMatchParam,
 ) -> Result<Tagged<CommentDto>, ApiError> {
@@ -128,7 +135,7 @@ pub async fn get_one(
     error_code = 422
 )]
 pub async fn update(
-    db: Data<Db>,
+    db: Db,
     path: Path<CommentPath>,
     if_match: IfMatch,
     body: JsonObject<CommentBody>,
@@ -138,10 +145,12 @@ pub async fn update(
         comment_id,
     } = path.into_inner();
     let input = CommentInput::from_json(&body)?;
+    let actor = db.actor();
     let comment = db
         .write(move |c| {
-            if_match
-                .guard(|| repo::comments::lock(c, note_id, comment_id).map(CommentDto::from))?;
+            if_match.guard::<_, CommentDto, _>(actor, || {
+                repo::comments::lock(c, note_id, comment_id)
+            })?;
             repo::comments::update(c, note_id, comment_id, &input).map_err(Precondition::Op)
         })
         .await?;
@@ -156,7 +165,7 @@ pub async fn update(
     error_code = 412
 )]
 pub async fn remove(
-    db: Data<Db>,
+    db: Db,
     path: Path<CommentPath>,
     if_match: IfMatch,
 ) -> Result<NoContent, ApiError> {
@@ -164,8 +173,10 @@ pub async fn remove(
         note_id,
         comment_id,
     } = path.into_inner();
+    let actor = db.actor();
     db.write(move |c| {
-        if_match.guard(|| repo::comments::lock(c, note_id, comment_id).map(CommentDto::from))?;
+        if_match
+            .guard::<_, CommentDto, _>(actor, || repo::comments::lock(c, note_id, comment_id))?;
         repo::comments::delete(c, note_id, comment_id).map_err(Precondition::Op)
     })
     .await?;

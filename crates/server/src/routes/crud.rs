@@ -27,7 +27,7 @@ macro_rules! crud_routes {
             // The invoker's types (`$list`, `$dto`, …) are named in its scope.
             #[allow(unused_imports)]
             use super::*;
-            use actix_web::web::{Data, Path};
+            use actix_web::web::Path;
             use apistos::actix::NoContent;
             use apistos::api_operation;
             use $crate::db::Db;
@@ -41,7 +41,7 @@ macro_rules! crud_routes {
 
             $(#[doc = $list_doc])*
             #[api_operation(operation_id = $list_id, tag = $tag, error_code = 422)]
-            pub async fn list(db: Data<Db>, q: RawQuery<PageQuery>) -> Result<Linked<$list>, ApiError> {
+            pub async fn list(db: Db, q: RawQuery<PageQuery>) -> Result<Linked<$list>, ApiError> {
                 Ok(Linked::new(ops::list_page(&db, &q).await?))
             }
 
@@ -55,7 +55,7 @@ macro_rules! crud_routes {
                 error_code = 422
             )]
             pub async fn create(
-                db: Data<Db>,
+                db: Db,
                 retry: Retry,
                 body: JsonObject<$body>,
             ) -> Result<Created<$dto>, ApiError> {
@@ -65,7 +65,7 @@ macro_rules! crud_routes {
             $(#[doc = $get_doc])*
             #[api_operation(operation_id = $get_id, tag = $tag, error_code = 404)]
             pub async fn get_one(
-                db: Data<Db>,
+                db: Db,
                 path: Path<$path>,
                 _doc: IfNoneMatchParam,
             ) -> Result<Tagged<$dto>, ApiError> {
@@ -84,7 +84,7 @@ macro_rules! crud_routes {
                 error_code = 422
             )]
             pub async fn update(
-                db: Data<Db>,
+                db: Db,
                 path: Path<$path>,
                 if_match: IfMatch,
                 body: JsonObject<$body>,
@@ -95,7 +95,7 @@ macro_rules! crud_routes {
             $(#[doc = $delete_doc])*
             #[api_operation(operation_id = $delete_id, tag = $tag, error_code = 404, error_code = 412)]
             pub async fn remove(
-                db: Data<Db>,
+                db: Db,
                 path: Path<$path>,
                 if_match: IfMatch,
             ) -> Result<NoContent, ApiError> {

@@ -108,7 +108,7 @@ impl ApiComponent for HealthReply {
 /// full disk; and no write has failed on a storage fault in the last 10 seconds without one
 /// succeeding since. 503 with `db: "error"` otherwise.
 #[api_operation(operation_id = "health", tag = "meta")]
-pub async fn health(db: Data<Db>, info: Data<AppInfo>) -> HealthReply {
+pub async fn health(db: Db, info: Data<AppInfo>) -> HealthReply {
     let db_state = match db.check(DB_CHECK_TIMEOUT).await {
         Ok(()) => "ok",
         Err(e) => {

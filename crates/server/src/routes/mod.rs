@@ -3,6 +3,7 @@
 
 pub mod accounts;
 pub mod articles;
+pub mod audit;
 pub mod comments;
 pub mod crud;
 pub mod dto;

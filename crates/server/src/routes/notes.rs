@@ -32,6 +32,12 @@ impl From<Note> for NoteDto {
     }
 }
 
+impl crate::idempotent::Addressable for NoteDto {
+    fn id_segment(&self) -> Option<String> {
+        Some(self.id.to_string())
+    }
+}
+
 /// A note's title and body; both required and not blank.
 #[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -66,9 +72,10 @@ pub(crate) async fn create_one(
     body: &JsonObject<NoteBody>,
 ) -> Result<Created<NoteDto>, ApiError> {
     let input = NoteInput::from_json(body)?;
+    let owner = db.actor().owner_id();
     retry
         .create(db, route, body, move |c| {
-            repo::notes::create(c, &input).map(NoteDto::from)
+            repo::notes::create(c, &input, owner).map(NoteDto::from)
         })
         .await
 }
@@ -84,9 +91,10 @@ pub(crate) async fn replace_one(
     body: &JsonObject<NoteBody>,
 ) -> Result<NoteDto, ApiError> {
     let input = NoteInput::from_json(body)?;
+    let actor = db.actor();
     Ok(db
         .write(move |c| {
-            if_match.guard(|| repo::notes::lock(c, id).map(NoteDto::from))?;
+            if_match.guard::<_, NoteDto, _>(actor, || repo::notes::lock(c, id))?;
             repo::notes::update(c, id, &input).map_err(Precondition::Op)
         })
         .await?
@@ -94,8 +102,9 @@ pub(crate) async fn replace_one(
 }
 
 pub(crate) async fn delete_one(db: &Db, id: i64, if_match: IfMatch) -> Result<(), ApiError> {
+    let actor = db.actor();
     db.write(move |c| {
-        if_match.guard(|| repo::notes::lock(c, id).map(NoteDto::from))?;
+        if_match.guard::<_, NoteDto, _>(actor, || repo::notes::lock(c, id))?;
         repo::notes::delete(c, id).map_err(Precondition::Op)
     })
     .await

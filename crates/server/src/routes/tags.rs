@@ -30,6 +30,12 @@ impl From<Tag> for TagDto {
     }
 }
 
+impl crate::idempotent::Addressable for TagDto {
+    fn id_segment(&self) -> Option<String> {
+        Some(self.id.to_string())
+    }
+}
+
 /// A tag's name: required, not blank, unique.
 #[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -62,9 +68,10 @@ pub(crate) async fn create_one(
     body: &JsonObject<TagBody>,
 ) -> Result<Created<TagDto>, ApiError> {
     let input = TagInput::from_json(body)?;
+    let owner = db.actor().owner_id();
     retry
         .create(db, route, body, move |c| {
-            repo::tags::create(c, &input).map(TagDto::from)
+            repo::tags::create(c, &input, owner).map(TagDto::from)
         })
         .await
 }
@@ -80,9 +87,10 @@ pub(crate) async fn replace_one(
     body: &JsonObject<TagBody>,
 ) -> Result<TagDto, ApiError> {
     let input = TagInput::from_json(body)?;
+    let actor = db.actor();
     Ok(db
         .write(move |c| {
-            if_match.guard(|| repo::tags::lock(c, id).map(TagDto::from))?;
+            if_match.guard::<_, TagDto, _>(actor, || repo::tags::lock(c, id))?;
             repo::tags::update(c, id, &input).map_err(Precondition::Op)
         })
         .await?
@@ -90,8 +98,9 @@ pub(crate) async fn replace_one(
 }
 
 pub(crate) async fn delete_one(db: &Db, id: i64, if_match: IfMatch) -> Result<(), ApiError> {
+    let actor = db.actor();
     db.write(move |c| {
-        if_match.guard(|| repo::tags::lock(c, id).map(TagDto::from))?;
+        if_match.guard::<_, TagDto, _>(actor, || repo::tags::lock(c, id))?;
         repo::tags::delete(c, id).map_err(Precondition::Op)
     })
     .await

@@ -46,6 +46,12 @@ impl From<VersionedNote> for NoteV1 {
     }
 }
 
+impl crate::idempotent::Addressable for NoteV1 {
+    fn id_segment(&self) -> Option<String> {
+        Some(self.id.to_string())
+    }
+}
+
 /// A note in the V2 shape.
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -120,6 +126,12 @@ pub struct NoteV2Envelope {
     pub data: NoteV2,
 }
 
+impl crate::idempotent::Addressable for NoteV2Envelope {
+    fn id_segment(&self) -> Option<String> {
+        Some(self.data.id.to_string())
+    }
+}
+
 /// Paging of a V2 list.
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -161,14 +173,15 @@ fn paging(q: &RawQuery<ClampedPageQuery>) -> Result<Page, ApiError> {
     error_code = 422
 )]
 pub async fn create_v1(
-    db: Data<Db>,
+    db: Db,
     retry: Retry,
     body: JsonObject<NoteV1Body>,
 ) -> Result<Created<NoteV1>, ApiError> {
     let input = NoteInput::from_v1_json(&body)?;
+    let owner = db.actor().owner_id();
     retry
         .create(&db, "POST /v1/notes", &body, move |c| {
-            repo::notes::create(c, &input).map(NoteV1::from)
+            repo::notes::create(c, &input, owner).map(NoteV1::from)
         })
         .await
 }
@@ -183,10 +196,7 @@ pub async fn create_v1(
     deprecated,
     error_code = 422
 )]
-pub async fn list_v1(
-    db: Data<Db>,
-    q: RawQuery<ClampedPageQuery>,
-) -> Result<Json<NoteV1List>, ApiError> {
+pub async fn list_v1(db: Db, q: RawQuery<ClampedPageQuery>) -> Result<Json<NoteV1List>, ApiError> {
     let page = paging(&q)?;
     let notes = db.read(move |c| repo::notes::page(c, page)).await?;
     Ok(Json(NoteV1List {
@@ -203,7 +213,7 @@ pub async fn list_v1(
     deprecated,
     error_code = 404
 )]
-pub async fn get_v1(db: Data<Db>, path: Path<VersionedNotePath>) -> Result<Json<NoteV1>, ApiError> {
+pub async fn get_v1(db: Db, path: Path<VersionedNotePath>) -> Result<Json<NoteV1>, ApiError> {
     Ok(Json(get_note(&db, path.id).await?.into()))
 }
 
@@ -216,14 +226,15 @@ pub async fn get_v1(db: Data<Db>, path: Path<VersionedNotePath>) -> Result<Json<
     error_code = 422
 )]
 pub async fn create_v2(
-    db: Data<Db>,
+    db: Db,
     retry: Retry,
     body: JsonObject<NoteV2Body>,
 ) -> Result<Created<NoteV2Envelope>, ApiError> {
     let input = NoteInput::from_v2_json(&body)?;
+    let owner = db.actor().owner_id();
     retry
         .create(&db, "POST /v2/notes", &body, move |c| {
-            let note = repo::notes::create(c, &input)?;
+            let note = repo::notes::create(c, &input, owner)?;
             Ok::<_, versioned_notes::Error>(NoteV2Envelope { data: note.into() })
         })
         .await
@@ -235,10 +246,7 @@ pub async fn create_v2(
 /// paging is in `meta` only: V2 answers carry no `Link` header (spec §9.3 keeps every V1
 /// header, `Link` included, off V2).
 #[api_operation(operation_id = "list_notes_v2", tag = "notes-v2", error_code = 422)]
-pub async fn list_v2(
-    db: Data<Db>,
-    q: RawQuery<ClampedPageQuery>,
-) -> Result<Json<NoteV2List>, ApiError> {
+pub async fn list_v2(db: Db, q: RawQuery<ClampedPageQuery>) -> Result<Json<NoteV2List>, ApiError> {
     let page = paging(&q)?;
     let (notes, total) = db
         .read(move |c| repo::notes::page_and_total(c, page))
@@ -256,7 +264,7 @@ pub async fn list_v2(
 /// Get a note (V2)
 #[api_operation(operation_id = "get_note_v2", tag = "notes-v2", error_code = 404)]
 pub async fn get_v2(
-    db: Data<Db>,
+    db: Db,
     path: Path<VersionedNotePath>,
     _doc: IfNoneMatchParam,
 ) -> Result<Tagged<NoteV2Envelope>, ApiError> {
@@ -299,7 +307,7 @@ crate::list_dto!(V1UsageList, V1UsageDto);
 /// 1..100) and `offset` (default 0).
 #[api_operation(operation_id = "v1_usage", tag = "meta", error_code = 422)]
 pub async fn v1_usage(
-    db: Data<Db>,
+    db: Db,
     usage: Data<V1Usage>,
     q: RawQuery<ClampedPageQuery>,
 ) -> Result<Linked<V1UsageList>, ApiError> {

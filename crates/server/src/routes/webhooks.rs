@@ -240,10 +240,7 @@ pub async fn receive(
     tag = "webhooks",
     error_code = 422
 )]
-pub async fn list(
-    db: Data<Db>,
-    q: RawQuery<PageQuery>,
-) -> Result<Linked<WebhookEventList>, ApiError> {
+pub async fn list(db: Db, q: RawQuery<PageQuery>) -> Result<Linked<WebhookEventList>, ApiError> {
     let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
     let (items, total) = db.read(move |c| repo::list(c, page)).await?;
     Ok(Linked::new(

@@ -16,6 +16,7 @@ struct NoteRow {
     tags: String,
     created_at: String,
     updated_at: String,
+    owner_id: Option<i64>,
 }
 
 fn to_note(row: NoteRow) -> Result<VersionedNote, Error> {
@@ -29,10 +30,16 @@ fn to_note(row: NoteRow) -> Result<VersionedNote, Error> {
         tags,
         created_at: row.created_at,
         updated_at: row.updated_at,
+        owner_id: row.owner_id,
     })
 }
 
-pub fn create(conn: &mut DbConnection, input: &NoteInput) -> Result<VersionedNote, Error> {
+/// Creates a note owned by `owner` (`None`: no user).
+pub fn create(
+    conn: &mut DbConnection,
+    input: &NoteInput,
+    owner: Option<i64>,
+) -> Result<VersionedNote, Error> {
     let now = storage::timestamp::now_rfc3339();
     let tags = serde_json::Value::from(input.tags.clone()).to_string();
     let row: NoteRow = diesel::insert_into(vn::table)
@@ -42,6 +49,7 @@ pub fn create(conn: &mut DbConnection, input: &NoteInput) -> Result<VersionedNot
             vn::tags.eq(&tags),
             vn::created_at.eq(&now),
             vn::updated_at.eq(&now),
+            vn::owner_id.eq(owner),
         ))
         .returning(vn::all_columns)
         .get_result(conn)?;

@@ -53,6 +53,13 @@ impl From<User> for UserDto {
     }
 }
 
+/// No route reads one user: no URL of its own.
+impl crate::idempotent::Addressable for UserDto {
+    fn id_segment(&self) -> Option<String> {
+        None
+    }
+}
+
 /// What to issue: `scope` defaults to `read`, `label` to `""` (at most 200 characters). The
 /// token expires after `expires_in_days` or at `expires_at` (give at most one), else after
 /// TOKEN_DEFAULT_DAYS; never more than TOKEN_MAX_DAYS ahead.

@@ -6,11 +6,12 @@ use std::marker::PhantomData;
 
 use actix_web::dev::Payload;
 use actix_web::web::Path;
-use actix_web::{FromRequest, HttpMessage, HttpRequest};
+use actix_web::{FromRequest, HttpRequest};
 
 use crate::error::ApiError;
 use crate::extract::{HeaderDoc, RawHeader};
-use crate::middleware::token_auth::{Authenticated, Operator};
+use crate::middleware::token_auth::actor;
+use ownership::Actor;
 
 pub const USER_ID_HEADER: &str = "X-User-Id";
 
@@ -61,11 +62,11 @@ impl FromRequest for ActingUser {
             Ok(header) => header,
             Err(err) => return ready(Err(err)),
         };
-        let extensions = req.extensions();
+        let actor = actor(req);
         ready(Ok(ActingUser {
             header,
-            token_user: extensions.get::<Authenticated>().map(|a| a.user_id),
-            operator: extensions.get::<Operator>().is_some(),
+            token_user: actor.owner_id(),
+            operator: actor == Actor::Operator,
         }))
     }
 }

@@ -33,7 +33,7 @@ pub use extract::{ActingUser, ActingUserDoc, TokenPath, USER_ID_HEADER};
     error_code = 422
 )]
 pub async fn create_user(
-    db: Data<Db>,
+    db: Db,
     retry: Retry,
     body: RawJson<UserBody>,
 ) -> Result<Created<UserDto>, ApiError> {
@@ -65,7 +65,7 @@ pub async fn create_user(
     error_code = 422
 )]
 pub async fn issue(
-    db: Data<Db>,
+    db: Db,
     lifetime: Data<Lifetime>,
     actor: ActingUser,
     path: TokenPath<UserPathDoc>,
@@ -91,7 +91,7 @@ pub async fn issue(
     error_code = 409
 )]
 pub async fn rotate(
-    db: Data<Db>,
+    db: Db,
     lifetime: Data<Lifetime>,
     actor: ActingUser,
     path: TokenPath<TokenPathDoc>,
@@ -117,7 +117,7 @@ pub async fn rotate(
     error_code = 422
 )]
 pub async fn list(
-    db: Data<Db>,
+    db: Db,
     actor: ActingUser,
     path: TokenPath<UserPathDoc>,
     q: RawQuery<TokenPageQuery>,
@@ -162,7 +162,7 @@ pub async fn list(
     error_code = 409
 )]
 pub async fn revoke(
-    db: Data<Db>,
+    db: Db,
     actor: ActingUser,
     path: TokenPath<TokenPathDoc>,
 ) -> Result<NoContent, ApiError> {
@@ -182,10 +182,7 @@ pub async fn revoke(
     error_code = 415,
     error_code = 422
 )]
-pub async fn verify(
-    db: Data<Db>,
-    body: RawJson<VerifyBody>,
-) -> Result<Json<VerificationDto>, ApiError> {
+pub async fn verify(db: Db, body: RawJson<VerifyBody>) -> Result<Json<VerificationDto>, ApiError> {
     let request = tokens::VerifyRequest::from_body(&body.bytes)?;
     let (outcome, used) = db.read(move |c| service::verify(c, &request)).await?;
     if let Some(token) = used {
