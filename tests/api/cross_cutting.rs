@@ -15,6 +15,7 @@ api_tests!(
     problem_types_resolve,
     root_describes_the_service,
     docs_are_served_offline,
+    head_is_answered_wherever_get_is,
 );
 
 backend_tests!(
@@ -50,11 +51,16 @@ async fn unknown_routes_are_404_problems(app: TestApp) {
 
 async fn wrong_method_is_405_with_allow(app: TestApp) {
     for (method, path, allow) in [
-        (Method::PATCH, "/notes/1", "GET, PUT, DELETE"),
-        (Method::DELETE, "/notes", "GET, POST"),
-        (Method::PUT, "/tags", "GET, POST"),
-        (Method::POST, "/health", "GET"),
-        (Method::PATCH, "/notes/1/comments/2", "GET, PUT, DELETE"),
+        (Method::PATCH, "/notes/1", "GET, HEAD, PUT, DELETE"),
+        (Method::DELETE, "/notes", "GET, HEAD, POST"),
+        (Method::PUT, "/tags", "GET, HEAD, POST"),
+        (Method::POST, "/health", "GET, HEAD"),
+        (
+            Method::PATCH,
+            "/notes/1/comments/2",
+            "GET, HEAD, PUT, DELETE",
+        ),
+        (Method::GET, "/webhook", "POST"),
     ] {
         let res = app.request(method.clone(), path).send().await.unwrap();
         let mut got: Vec<String> = res.headers()["allow"]
@@ -381,4 +387,66 @@ async fn storage_failures_are_500_problems_without_internals(app: TestApp) {
         app.get(&format!("/notes/{note}")).await.status(),
         StatusCode::OK
     );
+}
+
+/// RFC 9110 §9.3.2: every GET route answers HEAD with the GET's status and headers and no
+/// body: each GET operation of the document (on resources that exist, and on ones that do
+/// not), the document itself and the docs page.
+async fn head_is_answered_wherever_get_is(app: TestApp) {
+    let note = app.create_note("n", "b").await;
+    assert_eq!(note["id"], 1);
+    for (path, body) in [
+        ("/notes/1/comments", json!({"body": "c"})),
+        ("/tags", json!({"name": "t"})),
+        ("/v1/notes", json!({"title": "t"})),
+        ("/accounts", json!({"account_id": "1", "owner": "o"})),
+        ("/users", json!({"name": "u"})),
+    ] {
+        assert_eq!(
+            app.post_json(path, &body).await.status(),
+            StatusCode::CREATED
+        );
+    }
+    let doc = json(app.get("/openapi.json").await, StatusCode::OK).await;
+    let mut paths: Vec<String> = vec!["/openapi.json".into(), "/docs/".into(), "/docs".into()];
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if item.get("get").is_some() {
+            let concrete = path
+                .replace("{slug}", "not-found")
+                .split('/')
+                .map(|s| if s.starts_with('{') { "1" } else { s })
+                .collect::<Vec<_>>()
+                .join("/");
+            paths.push(concrete.clone());
+            paths.push(concrete.replace("/1", "/987654"));
+        }
+    }
+    assert!(paths.len() > 40, "{paths:?}");
+    for path in paths {
+        let send = |method: Method| {
+            app.request(method, &path)
+                .header("X-User-Id", "1")
+                .header("X-Request-Id", "head-check")
+                .send()
+        };
+        let get = send(Method::GET).await.unwrap();
+        let head = send(Method::HEAD).await.unwrap();
+        assert_eq!(head.status(), get.status(), "{path}");
+        assert_ne!(head.status(), StatusCode::METHOD_NOT_ALLOWED, "{path}");
+        let headers = |res: &reqwest::Response| {
+            let mut h: Vec<(String, String)> = res
+                .headers()
+                .iter()
+                .filter(|(name, _)| *name != "date")
+                .map(|(n, v)| (n.to_string(), v.to_str().unwrap_or("").to_owned()))
+                .collect();
+            h.sort();
+            h
+        };
+        assert_eq!(headers(&head), headers(&get), "{path}");
+        assert!(
+            head.bytes().await.unwrap().is_empty(),
+            "{path}: HEAD has no body"
+        );
+    }
 }

@@ -454,7 +454,7 @@ async fn every_v1_answer_carries_the_deprecation_headers(app: TestApp) {
         .send()
         .await
         .unwrap();
-    assert_eq!(res.headers()["allow"], "GET, POST");
+    assert_eq!(res.headers()["allow"], "GET, HEAD, POST");
 }
 
 async fn no_v2_or_other_answer_carries_them(app: TestApp) {

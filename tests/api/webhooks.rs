@@ -706,7 +706,7 @@ async fn wrong_method_is_405(app: TestApp) {
         .send()
         .await
         .unwrap();
-    assert_eq!(res.headers()["allow"], "GET");
+    assert_eq!(res.headers()["allow"], "GET, HEAD");
 }
 
 // ---------------------------------------------------------------------------------------------

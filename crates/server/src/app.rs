@@ -18,7 +18,7 @@ use crate::idempotent::KeyTtl;
 use crate::middleware::deprecation::{self, V1Policy, V1Usage};
 use crate::middleware::limits::{self, ConnectionCounter, Limits};
 use crate::middleware::problems::{self, BodyLimit, ProblemBase, RouteTable};
-use crate::middleware::{access_log, headers, path, rate_limit, token_auth};
+use crate::middleware::{self, access_log, headers, path, rate_limit, token_auth};
 use crate::openapi::{self, SPEC_PATH};
 use crate::routes;
 use crate::settings::Settings;
@@ -270,6 +270,7 @@ impl Shared {
         // Innermost first: a request passes them bottom-up (see docs/ARCHITECTURE.md).
         app.configure(routes)
             .default_service(web::to(problems::no_route))
+            .wrap(from_fn(middleware::head::as_get))
             .wrap(from_fn(deprecation::count))
             .wrap(from_fn(token_auth::guard))
             .wrap(from_fn(rate_limit::limit))
@@ -282,8 +283,12 @@ impl Shared {
                 cors(&self.cors_origins),
             ))
             .wrap(
-                Logger::new("%a \"%{request_line}xi\" %s %b %Dms request_id=%{x-request-id}o")
-                    .custom_request_replace("request_line", access_log::log_safe_request_line),
+                Logger::new(
+                    "%a \"%{request_line}xi\" %s %b %Dms request_id=%{x-request-id}o \
+                     actor=%{actor}xo",
+                )
+                .custom_request_replace("request_line", access_log::log_safe_request_line)
+                .custom_response_replace("actor", access_log::actor),
             )
             .wrap(from_fn(path::normalize))
             .build_with(SPEC_PATH, BuildConfig::default().disable_openapi_route())

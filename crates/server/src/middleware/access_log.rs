@@ -1,9 +1,28 @@
 //! The access log's request line (`METHOD /path?query HTTP/x`) with anything that may be a
 //! secret masked: the values of query parameters named like credentials, JWT-shaped values
 //! (`eyJ….….…`) and any run of 32 or more hexadecimal characters (a raw token is 64), wherever
-//! they appear. Headers are never logged.
+//! they appear. Headers are never logged. The line also names who the request acted for
+//! ([`actor`]): a user and its token's id (never the token), the operator, or `-`.
 
-use actix_web::dev::ServiceRequest;
+use actix_web::HttpMessage;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use ownership::Actor;
+
+/// The request's actor as the token guard decided it: `user:7/token:12`, `operator`, or `-`
+/// (authentication off, a public route, or refused before the guard passed it).
+pub fn actor(res: &ServiceResponse) -> String {
+    describe(crate::middleware::token_auth::actor_in(
+        &res.request().extensions(),
+    ))
+}
+
+fn describe(actor: Actor) -> String {
+    match actor {
+        Actor::User { user_id, token_id } => format!("user:{user_id}/token:{token_id}"),
+        Actor::Operator => "operator".to_owned(),
+        Actor::Unidentified => "-".to_owned(),
+    }
+}
 
 pub fn log_safe_request_line(req: &ServiceRequest) -> String {
     let uri = req.uri();
@@ -110,6 +129,19 @@ fn mask_hex_runs(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_actor_is_named_by_ids_only() {
+        assert_eq!(
+            describe(Actor::User {
+                user_id: 7,
+                token_id: 12
+            }),
+            "user:7/token:12"
+        );
+        assert_eq!(describe(Actor::Operator), "operator");
+        assert_eq!(describe(Actor::Unidentified), "-");
+    }
 
     fn line(uri: &str) -> String {
         log_safe_request_line(

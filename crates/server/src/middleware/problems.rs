@@ -193,13 +193,15 @@ pub async fn render(
             builder.append_header((name.clone(), value.clone()));
         }
     }
-    if status == StatusCode::METHOD_NOT_ALLOWED && !old.headers().contains_key(header::ALLOW) {
+    // The route table's methods (HEAD beside GET: `middleware::head`) over the router's own
+    // list, which knows only the registered routes.
+    if status == StatusCode::METHOD_NOT_ALLOWED {
         let allow = req
             .app_data::<web::Data<RouteTable>>()
             .zip(req.match_pattern())
             .map(|(table, pattern)| table.allow(&pattern))
-            .unwrap_or_default();
-        if let Ok(value) = HeaderValue::from_str(&allow) {
+            .filter(|allow| !allow.is_empty());
+        if let Some(value) = allow.and_then(|a| HeaderValue::from_str(&a).ok()) {
             builder.insert_header((header::ALLOW, value));
         }
     }

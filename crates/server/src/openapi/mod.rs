@@ -130,9 +130,21 @@ pub fn route_table(doc: &Value) -> RouteTable {
                 .filter(|k| METHODS.contains(&k.as_str()))
                 .filter_map(|k| Method::from_bytes(k.to_ascii_uppercase().as_bytes()).ok())
                 .collect();
-            table.insert(path.clone(), methods);
+            table.insert(path.clone(), with_head(methods));
         }
     }
-    table.insert(SPEC_PATH.to_owned(), vec![Method::GET]);
+    table.insert(SPEC_PATH.to_owned(), with_head(vec![Method::GET]));
     RouteTable(table)
+}
+
+/// HEAD is served wherever GET is (`middleware::head`).
+fn with_head(mut methods: Vec<Method>) -> Vec<Method> {
+    if methods.contains(&Method::GET) {
+        let at = methods
+            .iter()
+            .position(|m| m == Method::GET)
+            .map_or(0, |i| i + 1);
+        methods.insert(at, Method::HEAD);
+    }
+    methods
 }

@@ -25,8 +25,10 @@ pub struct AuditEntryDto {
     #[schemars(extend("enum" = ["user", "operator", "anonymous"]))]
     pub actor: String,
     /// The token's user, for `user`.
+    #[schemars(extend("type" = "integer", "nullable" = true))]
     pub user_id: Option<i64>,
     /// The token's id (never the token), for `user`.
+    #[schemars(extend("type" = "integer", "nullable" = true))]
     pub token_id: Option<i64>,
     pub method: String,
     /// The operation's route template (`/notes/{note_id}`).
