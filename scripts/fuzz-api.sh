@@ -4,7 +4,9 @@
 # Usage: scripts/fuzz-api.sh [DATABASE_URL | postgres]   (default: a fresh SQLite file;
 # `postgres` makes a throwaway database on the local PostgreSQL)
 # FUZZ_EXAMPLES (default 20), FUZZ_SEED and FUZZ_ARGS (extra schemathesis arguments, e.g.
-# FUZZ_ARGS='--include-path-regex ^/articles') tune the run.
+# FUZZ_ARGS='--include-path-regex ^/articles') tune the run. FUZZ_AUTH=tokens (the default)
+# runs the server with API_AUTH=tokens, FUZZ_AUTH=off with the default API_AUTH=off: either way
+# schemathesis reads the document the server serves for its mode.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
@@ -39,10 +41,12 @@ print(f"{head}.{body}.{b64(mac)}")
 PY
 )
 export FUZZ_API_KEY FUZZ_JWT
-# API_AUTH=tokens: the OpenAPI document's `security` is what this mode enforces, so
-# schemathesis checks the authentication of every operation against it.
+# The served document's `security` is what the mode enforces, so schemathesis checks the
+# authentication of every operation against it.
+auth_mode="${FUZZ_AUTH:-tokens}"
 start_server "$(free_port)" "$work/server.log" \
-  DATABASE_URL="$database_url" API_KEYS="$FUZZ_API_KEY" JWT_SECRET="$jwt_secret" API_AUTH=tokens
+  DATABASE_URL="$database_url" API_KEYS="$FUZZ_API_KEY" JWT_SECRET="$jwt_secret" \
+  API_AUTH="$auth_mode"
 # The run's bearer token: an admin token, made with the operator key. Users and tokens made
 # first push its ids past the small values hypothesis likes to generate, so that a generated
 # revoke or rotate of /users/{id}/tokens/{id} does not end the run's own credential.
@@ -52,10 +56,13 @@ for _ in $(seq 1 6); do
 done
 uid=$(curl -sf -X POST "${operator[@]}" -d '{"name":"schemathesis"}' "$BASE/users" |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+# With API_AUTH=off the token routes know their user by X-User-Id alone.
+issue=(-X POST "${operator[@]}")
+if [ "$auth_mode" = off ]; then issue+=(-H "X-User-Id: $uid"); fi
 for _ in $(seq 1 10); do
-  curl -sf -X POST "${operator[@]}" -d '{}' "$BASE/users/$uid/tokens" >/dev/null
+  curl -sf "${issue[@]}" -d '{}' "$BASE/users/$uid/tokens" >/dev/null
 done
-FUZZ_TOKEN=$(curl -sf -X POST "${operator[@]}" -d '{"scope":"admin","label":"schemathesis"}' \
+FUZZ_TOKEN=$(curl -sf "${issue[@]}" -d '{"scope":"admin","label":"schemathesis"}' \
   "$BASE/users/$uid/tokens" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
 export FUZZ_TOKEN
 

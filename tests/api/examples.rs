@@ -139,7 +139,10 @@ async fn example_notes_validate_and_404_like_notes(app: TestApp) {
         .send()
         .await
         .unwrap();
-    assert_eq!(res.headers()["allow"].to_str().unwrap(), "GET, HEAD, PUT, DELETE");
+    assert_eq!(
+        res.headers()["allow"].to_str().unwrap(),
+        "GET, HEAD, PUT, DELETE"
+    );
     problem(res, StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed").await;
 }
 

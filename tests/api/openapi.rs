@@ -2,7 +2,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::api_tests;
-use crate::helpers::{TestApp, json};
+use crate::helpers::{Backend, TestApp, json};
+use server::middleware::token_auth::ApiAuth;
 
 api_tests!(
     served_document_is_the_generated_one,
@@ -41,9 +42,50 @@ async fn every_operation_has_a_stable_id() {
     assert_eq!(ids.len(), n, "operationIds are unique");
 }
 
+/// A default server (API_AUTH=off) serves the document of its mode: no operation asks for a
+/// credential the server does not check (only the example routes' API key and JWT), and no
+/// operation documents the token guard's refusals.
 async fn served_document_is_the_generated_one(app: TestApp) {
     let served = json(app.get("/openapi.json").await, StatusCode::OK).await;
+    assert_eq!(served, server::openapi::generate_for(ApiAuth::Off).await);
+    let mut secured = Vec::new();
+    for (path, item) in served["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if op["security"] != json!([]) {
+                secured.push(format!("{method} {path}"));
+            }
+        }
+    }
+    secured.sort();
+    assert_eq!(
+        secured,
+        ["get /examples/protected", "get /machine/health"],
+        "only the routes that check a credential themselves declare one"
+    );
+    let note = &served["paths"]["/notes"]["post"]["responses"];
+    assert!(
+        note.get("401").is_none() && note.get("403").is_none(),
+        "{note}"
+    );
+}
+
+/// A tokens-mode server serves the committed document (what `server openapi` writes).
+#[tokio::test]
+async fn a_tokens_mode_server_serves_the_committed_document() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |s| {
+        s.api_auth = ApiAuth::Tokens;
+        s.api_keys = vec![server::Secret::new(
+            "operator-key-of-the-openapi-test-0123456",
+        )];
+    })
+    .await
+    .unwrap();
+    let served = json(app.get("/openapi.json").await, StatusCode::OK).await;
     assert_eq!(served, server::openapi::generate().await);
+    assert_eq!(
+        served["paths"]["/notes"]["post"]["security"],
+        json!([{"bearer_token": []}, {"api_key": []}])
+    );
 }
 
 /// Calls every operation once (ids that do not exist, an empty body) and checks that the answer

@@ -100,7 +100,7 @@ impl Application {
         let listener = TcpListener::bind(settings.bind)
             .with_context(|| format!("BIND: cannot listen on {}", settings.bind))?;
         let port = listener.local_addr()?.port();
-        let doc = Arc::new(openapi::generate().await);
+        let doc = Arc::new(openapi::generate_for(settings.api_auth).await);
         let db_backend = db.backend();
         let v1_usage = Data::new(V1Usage::new(db.store().clone()));
         let db_store = db.store().clone();

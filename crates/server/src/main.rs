@@ -21,7 +21,8 @@ enum Command {
     Serve,
     /// Apply pending database migrations and exit
     Migrate,
-    /// Write the OpenAPI document
+    /// Write the OpenAPI document of a service running with API_AUTH=tokens (every credential
+    /// declared; a running server serves the document of its own mode at /openapi.json)
     Openapi {
         /// Output file, or - for standard output
         #[arg(long, default_value = "-")]
@@ -141,6 +142,10 @@ async fn run() -> anyhow::Result<()> {
             log::info!("migrations applied");
         }
         Command::Openapi { out } => {
+            eprintln!(
+                "the OpenAPI document of API_AUTH=tokens (a server serves its own mode's at \
+                 /openapi.json)"
+            );
             let doc = server::openapi::generate().await;
             let text = serde_json::to_string_pretty(&doc)? + "\n";
             if out == "-" {

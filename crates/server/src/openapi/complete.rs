@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::error::{PROBLEM_CONTENT_TYPE, PROBLEM_SCHEMA};
 use crate::middleware::deprecation::is_v1;
-use crate::middleware::token_auth::{Access, access};
+use crate::middleware::token_auth::{Access, ApiAuth, access};
 
 use super::operations_mut;
 
@@ -112,7 +112,10 @@ pub const API_KEY_SCHEME: &str = "api_key";
 /// ([`access`]), so the document cannot drift from what is enforced: public operations
 /// `security: []` (or the credential their handler checks), creating users and operator data
 /// the operator key, everything else a bearer token or the operator key.
-pub(super) fn security(doc: &mut Value) {
+///
+/// With `API_AUTH=off` nothing is guarded: an operation declares only the credential its own
+/// handler checks, and no refusal of the guard.
+pub(super) fn security(doc: &mut Value, mode: ApiAuth) {
     for (path, method, op) in operations_mut(doc) {
         let Ok(method) = method.to_uppercase().parse::<Method>() else {
             continue;
@@ -123,7 +126,11 @@ pub(super) fn security(doc: &mut Value) {
                     .any(|r| r.as_object().is_some_and(|r| !r.is_empty()))
             })
         });
-        let security = match (access(&method, &example_path(path)), own) {
+        let needs = match mode {
+            ApiAuth::Tokens => access(&method, &example_path(path)),
+            ApiAuth::Off => Access::Public,
+        };
+        let security = match (needs, own) {
             (Access::Public, Some(own)) => own.clone(),
             (Access::Public, None) => json!([]),
             (Access::CreateUser | Access::OperatorOnly, _) => json!([{API_KEY_SCHEME: []}]),
@@ -132,7 +139,8 @@ pub(super) fn security(doc: &mut Value) {
                 json!([{BEARER_SCHEME: []}, {API_KEY_SCHEME: []}])
             }
         };
-        let needs_token = security.as_array().is_some_and(|s| !s.is_empty());
+        let needs_token =
+            mode == ApiAuth::Tokens && security.as_array().is_some_and(|s| !s.is_empty());
         if let Some(op) = op.as_object_mut() {
             op.insert("security".to_owned(), security);
         }

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use crate::error::{PROBLEM_SCHEMA, problem_schema};
 use crate::middleware::problems::RouteTable;
+use crate::middleware::token_auth::ApiAuth;
 
 pub use complete::{API_KEY_SCHEME, BEARER_SCHEME};
 use links::LINKS;
@@ -32,9 +33,10 @@ pub fn spec() -> Spec {
             description: Some(
                 "Errors are RFC 9457 problem documents (`application/problem+json`) except in \
                  the token area, whose bodies are `{\"error\": ...}`. Every response carries \
-                 `X-Request-Id`. `security` says what each operation needs when the service \
-                 runs with API_AUTH=tokens; with API_AUTH=off (the default) only the example \
-                 routes and the webhook check credentials."
+                 `X-Request-Id`. A server serves the document of the mode it runs in at \
+                 /openapi.json: with API_AUTH=off (the default) only the example routes and \
+                 the webhook check credentials; with API_AUTH=tokens `security` says what each \
+                 operation needs. `server openapi` writes the API_AUTH=tokens document."
                     .to_owned(),
             ),
             license: Some(apistos::info::License {
@@ -48,8 +50,16 @@ pub fn spec() -> Spec {
     }
 }
 
-/// Builds the routes in-process and reads the document apistos generated for them.
+/// The document of a service running with `API_AUTH=tokens`: what `server openapi` writes,
+/// what is committed as `docs/openapi.json` and what CI lints.
 pub async fn generate() -> Value {
+    generate_for(ApiAuth::Tokens).await
+}
+
+/// The document of a service running in `mode`, as it serves it at `/openapi.json`: with
+/// `API_AUTH=off` only the operations that check a credential themselves (an API key, a JWT)
+/// declare one, so a client generated from it sends nothing the server does not check.
+pub async fn generate_for(mode: ApiAuth) -> Value {
     let app = actix_web::App::new()
         .document(spec())
         .configure(crate::app::routes)
@@ -59,12 +69,12 @@ pub async fn generate() -> Value {
         .uri(SPEC_PATH)
         .to_request();
     let doc: Value = actix_web::test::call_and_read_body_json(&service, req).await;
-    complete(doc)
+    complete(doc, mode)
 }
 
-fn complete(mut doc: Value) -> Value {
+fn complete(mut doc: Value, mode: ApiAuth) -> Value {
     crate::routes::tokens::document_refusals(&mut doc);
-    complete::security(&mut doc);
+    complete::security(&mut doc, mode);
     complete::type_null_branches(&mut doc);
     complete::storage_faults(&mut doc);
     complete::v1(&mut doc);

@@ -339,6 +339,8 @@ pub async fn append(
 ) -> Result<CreatedEvent, ApiError> {
     let account_id = path.into_inner().id;
     let mut command = AppendEvent::from_json(&body)?;
+    // An invalid request (422) is refused before its precondition is judged (412).
+    let key = retry.caller_key(&format!("append_event:{account_id}"), &body)?;
     // If-Match `"N"` (the account's ETag) is `expected_sequence: N` answered with 412.
     let expected = if_match.sequence::<ledger::Error>()?;
     if let Some(n) = expected {
@@ -347,7 +349,6 @@ pub async fn append(
         }
         command = command.expecting(n);
     }
-    let key = retry.caller_key(&format!("append_event:{account_id}"), &body)?;
     let job = Append {
         account_id,
         command,
