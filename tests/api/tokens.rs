@@ -34,6 +34,8 @@ backend_tests!(
     token_management_needs_the_operator_or_an_admin_token_of_that_user,
     every_operation_outside_the_allow_list_needs_a_credential,
     tokens_expire_and_show_their_last_use,
+    active_tokens_are_capped_even_when_issued_at_once,
+    the_whole_list_streams_in_chunks,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -1594,4 +1596,104 @@ async fn tokens_expire_and_show_their_last_use(backend: Backend) {
     problem(res, StatusCode::UNAUTHORIZED, "unauthorized").await;
     let v = verify(&app, &raw).await;
     assert_eq!((&v["valid"], &v["user_id"]), (&json!(false), &json!(user)));
+}
+
+/// `TOKEN_MAX_ACTIVE`: one issue past the cap is 409 with the area's `{"error"}` body and
+/// nothing stored; a revoke makes room; concurrent issues at the cap pass it one at a time.
+async fn active_tokens_are_capped_even_when_issued_at_once(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |s| s.token_max_active = 3)
+        .await
+        .unwrap();
+    let user = create_user(&app, "ann").await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(issue(&app, user, json!({})).await["id"].as_i64().unwrap());
+    }
+    let path = format!("/users/{user}/tokens");
+    let uid = user.to_string();
+    let full = call(&app, Method::POST, &path, Some(&uid), Some(&json!({}))).await;
+    error(
+        full,
+        StatusCode::CONFLICT,
+        "too many active tokens: revoke one (or let one expire) before issuing another",
+    )
+    .await;
+    assert_eq!(list(&app, user).await["total"], 3, "nothing stored");
+    assert_eq!(
+        revoke(&app, user, ids[0]).await.status(),
+        StatusCode::NO_CONTENT
+    );
+    // One place is free: of eight issues at once, one is made.
+    let empty = json!({});
+    let issues = (0..8).map(|_| call(&app, Method::POST, &path, Some(&uid), Some(&empty)));
+    let statuses: Vec<StatusCode> = futures_util::future::join_all(issues)
+        .await
+        .into_iter()
+        .map(|r| r.status())
+        .collect();
+    let made = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::CREATED)
+        .count();
+    assert_eq!(made, 1, "{statuses:?}");
+    assert!(
+        statuses
+            .iter()
+            .all(|s| *s == StatusCode::CREATED || *s == StatusCode::CONFLICT)
+    );
+    let listed = list(&app, user).await;
+    let active = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["revoked_at"].is_null())
+        .count();
+    assert_eq!((active, listed["total"].as_i64().unwrap()), (3, 4));
+}
+
+/// The unpaged list holds every token (more than one database chunk of them), newest first,
+/// exactly as the pages do.
+async fn the_whole_list_streams_in_chunks(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |s| s.token_max_active = 1000)
+        .await
+        .unwrap();
+    let user = create_user(&app, "ann").await;
+    let n = 600;
+    for _ in 0..n {
+        issue(&app, user, json!({"label": "x"})).await;
+    }
+    let whole = list(&app, user).await;
+    assert_eq!(whole["total"], n);
+    let ids: Vec<i64> = whole["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), n);
+    assert!(
+        ids.windows(2).all(|w| w[0] > w[1]),
+        "newest first, each once"
+    );
+    let mut paged = Vec::new();
+    for offset in (0..n).step_by(100) {
+        let res = call(
+            &app,
+            Method::GET,
+            &format!("/users/{user}/tokens?limit=100&offset={offset}"),
+            Some(&user.to_string()),
+            None,
+        )
+        .await;
+        paged.extend(
+            json(res, StatusCode::OK).await["items"]
+                .as_array()
+                .unwrap()
+                .clone(),
+        );
+    }
+    assert_eq!(whole["items"].as_array().unwrap(), &paged);
+    // A user without tokens: an empty whole list.
+    let other = create_user(&app, "bob").await;
+    assert_eq!(list(&app, other).await, json!({"items": [], "total": 0}));
 }

@@ -133,7 +133,10 @@ impl Application {
             example_auth: Data::new(routes::examples::ExampleAuth::from_settings(&settings)),
             cors_origins: settings.cors_origins.clone(),
             api_auth: Data::new(settings.api_auth),
-            token_lifetime: Data::new(settings.token_lifetime),
+            token_policy: Data::new(tokens::Policy {
+                lifetime: settings.token_lifetime,
+                max_active: settings.token_max_active,
+            }),
             key_ttl: Data::new(KeyTtl(settings.idempotency_ttl)),
             _pruner: Arc::new(idempotency::Pruner::start(
                 db_store.clone(),
@@ -205,7 +208,7 @@ struct Shared {
     example_auth: Data<routes::examples::ExampleAuth>,
     cors_origins: Vec<String>,
     api_auth: Data<token_auth::ApiAuth>,
-    token_lifetime: Data<tokens::Lifetime>,
+    token_policy: Data<tokens::Policy>,
     key_ttl: Data<KeyTtl>,
     /// Deletes expired idempotency keys while the app lives.
     _pruner: Arc<idempotency::Pruner>,
@@ -259,7 +262,7 @@ impl Shared {
             .app_data(self.problem_base)
             .app_data(self.route_table)
             .app_data(self.api_auth)
-            .app_data(self.token_lifetime)
+            .app_data(self.token_policy)
             .app_data(self.key_ttl)
             .app_data(BodyLimit(self.body_limit))
             .app_data(self.limits)

@@ -80,6 +80,8 @@ pub struct Settings {
     /// `TOKEN_DEFAULT_DAYS` (90) and `TOKEN_MAX_DAYS` (365): how long an issued token lives
     /// when its request names no expiry, and the longest it may name.
     pub token_lifetime: tokens::Lifetime,
+    /// `TOKEN_MAX_ACTIVE` (100): active tokens one user may hold; one more is 409.
+    pub token_max_active: u32,
     /// `IDEMPOTENCY_TTL_SECS` (86,400): how long a create's `Idempotency-Key` and first answer
     /// are kept for retries; pruned in the background after that.
     pub idempotency_ttl: Duration,
@@ -141,6 +143,7 @@ impl Default for Settings {
             webhook_fixed_now: None,
             api_auth: crate::middleware::token_auth::ApiAuth::Off,
             token_lifetime: tokens::Lifetime::default(),
+            token_max_active: tokens::MAX_ACTIVE_DEFAULT,
             idempotency_ttl: idempotency::DEFAULT_TTL,
         }
     }
@@ -330,6 +333,13 @@ impl Settings {
                     max_days,
                 }
             },
+            token_max_active: parse("TOKEN_MAX_ACTIVE", get("TOKEN_MAX_ACTIVE"), |v| {
+                v.parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=100_000).contains(n))
+                    .ok_or("expected a whole number, 1 to 100000")
+            })?
+            .unwrap_or(tokens::MAX_ACTIVE_DEFAULT),
             idempotency_ttl: parse("IDEMPOTENCY_TTL_SECS", get("IDEMPOTENCY_TTL_SECS"), |v| {
                 v.parse::<u64>()
                     .ok()

@@ -14,6 +14,9 @@ pub enum Error {
     TokenNotFound,
     #[error("token already revoked")]
     AlreadyRevoked { id: i64 },
+    /// The user holds `TOKEN_MAX_ACTIVE` active tokens already.
+    #[error("too many active tokens")]
+    TooManyActive { limit: u32 },
     #[error("invalid scope, must be read/write/admin")]
     InvalidScope,
     /// Any other invalid input; the message names the member and the rule.
@@ -32,7 +35,7 @@ impl Error {
             Error::Unauthorized => 401,
             Error::Forbidden => 403,
             Error::UserNotFound { .. } | Error::TokenNotFound => 404,
-            Error::AlreadyRevoked { .. } => 409,
+            Error::AlreadyRevoked { .. } | Error::TooManyActive { .. } => 409,
             Error::InvalidScope | Error::Invalid(_) => 422,
             Error::Entropy | Error::Storage(_) => 500,
         }
@@ -46,6 +49,9 @@ impl Error {
             Error::UserNotFound { .. } => "user not found",
             Error::TokenNotFound => "token not found",
             Error::AlreadyRevoked { .. } => "token already revoked",
+            Error::TooManyActive { .. } => {
+                "too many active tokens: revoke one (or let one expire) before issuing another"
+            }
             Error::InvalidScope => "invalid scope, must be read/write/admin",
             Error::Invalid(message) => message,
             Error::Entropy | Error::Storage(_) => "internal error",
@@ -62,7 +68,7 @@ impl problem_details::ToProblem for Error {
             Error::Unauthorized => Slug::Unauthorized,
             Error::Forbidden => Slug::Forbidden,
             Error::UserNotFound { .. } | Error::TokenNotFound => Slug::NotFound,
-            Error::AlreadyRevoked { .. } => Slug::Conflict,
+            Error::AlreadyRevoked { .. } | Error::TooManyActive { .. } => Slug::Conflict,
             Error::InvalidScope | Error::Invalid(_) => Slug::ValidationFailed,
             Error::Entropy | Error::Storage(_) => return Problem::internal(),
         };

@@ -132,6 +132,27 @@ impl Default for Lifetime {
     }
 }
 
+/// What issuing may do: how long tokens live, and how many active (unrevoked, unexpired)
+/// tokens one user may hold (`TOKEN_MAX_ACTIVE`), so that no user's list grows without bound
+/// by issuing alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    pub lifetime: Lifetime,
+    pub max_active: u32,
+}
+
+/// Active tokens per user by default.
+pub const MAX_ACTIVE_DEFAULT: u32 = 100;
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            lifetime: Lifetime::default(),
+            max_active: MAX_ACTIVE_DEFAULT,
+        }
+    }
+}
+
 /// What an issue request asks about expiry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expiry {

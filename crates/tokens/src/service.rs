@@ -5,7 +5,7 @@ use storage::DbConnection;
 
 use crate::repo;
 use crate::{
-    Error, IssueRequest, Lifetime, NewUser, RawToken, Scope, Token, User, Verification,
+    Error, IssueRequest, Lifetime, NewUser, Policy, RawToken, Scope, Token, User, Verification,
     VerifyRequest, rfc3339,
 };
 
@@ -31,18 +31,29 @@ fn authorize(conn: &mut DbConnection, actor: i64, user_id: i64) -> Result<(), Er
 
 /// Issues a token; the body is validated only after the ownership and user checks, so an
 /// unknown user is 404 whatever the body, and nothing is created on any failure. It expires
-/// when the body says (within `lifetime.max_days`), else after `lifetime.default_days`.
+/// when the body says (within `policy.lifetime.max_days`), else after its `default_days`. A user
+/// who holds `policy.max_active` active tokens gets `TooManyActive` (the user's row is locked
+/// first, so concurrent issues cannot pass the cap together).
 pub fn issue(
     conn: &mut DbConnection,
     actor: i64,
     user_id: i64,
     body: &[u8],
-    lifetime: Lifetime,
+    policy: Policy,
 ) -> Result<Issued, Error> {
-    authorize(conn, actor, user_id)?;
+    if actor != user_id {
+        return Err(Error::Forbidden);
+    }
+    repo::users::lock(conn, user_id)?;
     let request = IssueRequest::from_body(body)?;
     let now = Utc::now();
-    let expires_at = request.expires_at(now, lifetime)?;
+    let expires_at = request.expires_at(now, policy.lifetime)?;
+    let active = repo::tokens::count_active(conn, user_id, &rfc3339(now))?;
+    if active >= i64::from(policy.max_active) {
+        return Err(Error::TooManyActive {
+            limit: policy.max_active,
+        });
+    }
     store(
         conn,
         user_id,
@@ -115,6 +126,21 @@ pub fn list(
         repo::users::ensure_exists(conn, user_id)?;
     }
     Ok(listed)
+}
+
+/// The next chunk of a user's whole list, read in chunks so that no answer holds every token
+/// at once: up to `limit` tokens older than the token `before`, newest first.
+pub fn list_older(
+    conn: &mut DbConnection,
+    actor: i64,
+    user_id: i64,
+    before: i64,
+    limit: i64,
+) -> Result<Vec<Token>, Error> {
+    if actor != user_id {
+        return Err(Error::Forbidden);
+    }
+    repo::tokens::older_than(conn, user_id, before, limit)
 }
 
 /// Revokes one of the user's tokens. `token_id` is `None` when the path segment is not an

@@ -82,6 +82,34 @@ pub fn list_for_user(
     Ok((rows.into_iter().map(Token::from).collect(), total))
 }
 
+/// How many of the user's tokens are active at `now` (RFC 3339): not revoked, not expired.
+pub fn count_active(conn: &mut DbConnection, user_id: i64, now: &str) -> Result<i64, Error> {
+    Ok(tokens::table
+        .filter(tokens::user_id.eq(user_id))
+        .filter(tokens::revoked_at.is_null())
+        .filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(now)))
+        .count()
+        .get_result(conn)?)
+}
+
+/// Up to `limit` of the user's tokens older than the token `before`, newest first: the next
+/// chunk of a list read in chunks.
+pub fn older_than(
+    conn: &mut DbConnection,
+    user_id: i64,
+    before: i64,
+    limit: i64,
+) -> Result<Vec<Token>, Error> {
+    let rows: Vec<TokenRow> = tokens::table
+        .filter(tokens::user_id.eq(user_id))
+        .filter(tokens::id.lt(before))
+        .order(tokens::id.desc())
+        .limit(limit)
+        .select(tokens::all_columns)
+        .load(conn)?;
+    Ok(rows.into_iter().map(Token::from).collect())
+}
+
 pub fn find(conn: &mut DbConnection, id: i64) -> Result<Option<Token>, Error> {
     Ok(tokens::table
         .find(id)

@@ -33,3 +33,15 @@ pub fn ensure_exists(conn: &mut DbConnection, id: i64) -> Result<(), Error> {
         .optional()?;
     found.map(|_| ()).ok_or(Error::UserNotFound { id })
 }
+
+/// Locks the user's row until the end of the transaction (PostgreSQL `FOR UPDATE`; a SQLite
+/// write transaction already excludes every other writer): what is counted for the user
+/// cannot change before the write it allows. Fails with `UserNotFound` unless it exists.
+pub fn lock(conn: &mut DbConnection, id: i64) -> Result<(), Error> {
+    let query = users::table.find(id).select(users::id);
+    let found: Option<i64> = match conn {
+        DbConnection::Postgresql(c) => query.for_update().first(c).optional()?,
+        DbConnection::Sqlite(c) => query.first(c).optional()?,
+    };
+    found.map(|_| ()).ok_or(Error::UserNotFound { id })
+}

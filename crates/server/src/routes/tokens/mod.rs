@@ -6,13 +6,14 @@
 mod docs;
 mod dto;
 mod extract;
+mod listing;
 
 use actix_web::web::{Data, Json};
 use apistos::actix::{CreatedJson, NoContent};
 use apistos::api_operation;
 use apistos::web::{ServiceConfig, delete, get, post, resource};
 use pagination::Page;
-use tokens::{Lifetime, service};
+use tokens::{Policy, service};
 
 use crate::db::Db;
 use crate::error::ApiError;
@@ -23,6 +24,7 @@ use crate::links::{Linked, Paging};
 pub use docs::document_refusals;
 pub use dto::*;
 pub use extract::{ActingUser, ActingUserDoc, TokenPath, USER_ID_HEADER};
+use listing::Listing;
 
 /// Create a user
 #[api_operation(
@@ -53,27 +55,29 @@ pub async fn create_user(
 /// The raw token is in `token` of this response only; just its SHA-256 digest is stored. It
 /// expires after `expires_in_days`, at `expires_at`, or after TOKEN_DEFAULT_DAYS (90), and at
 /// most TOKEN_MAX_DAYS (365) ahead. Checks, in order: X-User-Id present (401), equal to userId
-/// (403), user exists (404), body valid (422).
+/// (403), user exists (404), body valid (422), fewer than TOKEN_MAX_ACTIVE (100) active tokens
+/// (409 `too many active tokens…`).
 #[api_operation(
     operation_id = "issue_token",
     tag = "tokens",
     error_code = 401,
     error_code = 403,
     error_code = 404,
+    error_code = 409,
     error_code = 413,
     error_code = 415,
     error_code = 422
 )]
 pub async fn issue(
     db: Db,
-    lifetime: Data<Lifetime>,
+    policy: Data<Policy>,
     actor: ActingUser,
     path: TokenPath<UserPathDoc>,
     body: RawJson<IssueBody, false>,
 ) -> Result<CreatedJson<IssuedTokenDto>, ApiError> {
-    let (actor, user_id, lifetime) = (actor.id(path.user_id)?, path.user_id, **lifetime);
+    let (actor, user_id, policy) = (actor.id(path.user_id)?, path.user_id, **policy);
     let issued = db
-        .write(move |c| service::issue(c, actor, user_id, &body.bytes, lifetime))
+        .write(move |c| service::issue(c, actor, user_id, &body.bytes, policy))
         .await?;
     Ok(CreatedJson(issued.into()))
 }
@@ -92,12 +96,12 @@ pub async fn issue(
 )]
 pub async fn rotate(
     db: Db,
-    lifetime: Data<Lifetime>,
+    policy: Data<Policy>,
     actor: ActingUser,
     path: TokenPath<TokenPathDoc>,
 ) -> Result<CreatedJson<IssuedTokenDto>, ApiError> {
     let (actor, user_id, token_id) = (actor.id(path.user_id)?, path.user_id, path.token_id);
-    let lifetime = **lifetime;
+    let lifetime = policy.lifetime;
     let issued = db
         .write(move |c| service::rotate(c, actor, user_id, token_id, lifetime))
         .await?;
@@ -121,7 +125,7 @@ pub async fn list(
     actor: ActingUser,
     path: TokenPath<UserPathDoc>,
     q: RawQuery<TokenPageQuery>,
-) -> Result<Linked<TokenListDto>, ApiError> {
+) -> Result<Listing, ApiError> {
     let (actor, user_id) = (actor.id(path.user_id)?, path.user_id);
     let page = match (q.get("limit"), q.get("offset")) {
         (None, None) => None,
@@ -129,24 +133,34 @@ pub async fn list(
             tokens::Error::Invalid("limit must be an integer from 1 to 100, offset at least 0")
         })?),
     };
-    let (items, total) = db
-        .read(move |c| service::list(c, actor, user_id, page))
-        .await?;
-    let items: Vec<TokenDto> = items.into_iter().map(TokenDto::from).collect();
-    // Links only when the caller pages: without `limit` every token is on the one page.
-    let paging = page.map(|p| {
-        let end = p.offset + items.len() as i64;
-        Paging::Offset {
-            limit: p.limit,
-            offset: p.offset,
-            next: (end < total).then_some(end),
-        }
+    // Without `limit` every token is listed, streamed a chunk at a time (`listing`).
+    let read = page.unwrap_or(Page {
+        limit: listing::CHUNK,
+        offset: 0,
     });
-    let list = TokenListDto { items, total };
-    Ok(match paging {
-        Some(paging) => Linked::with(list, paging),
-        None => Linked::unpaged(list),
-    })
+    let (items, total) = db
+        .read(move |c| service::list(c, actor, user_id, Some(read)))
+        .await?;
+    let Some(page) = page else {
+        return Ok(Listing::Whole(listing::Whole {
+            db,
+            actor,
+            user_id,
+            first: items,
+            total,
+        }));
+    };
+    let items: Vec<TokenDto> = items.into_iter().map(TokenDto::from).collect();
+    let end = page.offset + items.len() as i64;
+    let paging = Paging::Offset {
+        limit: page.limit,
+        offset: page.offset,
+        next: (end < total).then_some(end),
+    };
+    Ok(Listing::Page(Linked::with(
+        TokenListDto { items, total },
+        paging,
+    )))
 }
 
 /// Revoke a token
