@@ -78,18 +78,18 @@ fn fill(c: &mut DbConnection) {
         ann,
         ann,
         br#"{"scope":"admin","label":"ci"}"#,
-        tokens::Lifetime::default(),
+        tokens::Policy::default(),
     )
     .unwrap()
     .token
     .id;
-    tokens::service::issue(c, ann, ann, b"{}", tokens::Lifetime::default()).unwrap();
+    tokens::service::issue(c, ann, ann, b"{}", tokens::Policy::default()).unwrap();
     tokens::service::issue(
         c,
         bob,
         bob,
         br#"{"scope":"write"}"#,
-        tokens::Lifetime::default(),
+        tokens::Policy::default(),
     )
     .unwrap();
     tokens::service::revoke(c, ann, ann, Some(revoked)).unwrap();

@@ -25,7 +25,7 @@ fn only_the_digest_is_stored_and_verify_reads_the_record() {
             ann,
             ann,
             br#"{"scope":"admin","label":"x"}"#,
-            tokens::Lifetime::default(),
+            tokens::Policy::default(),
         )
         .unwrap();
         let raw = issued.raw.expose().to_owned();
@@ -54,12 +54,12 @@ fn checks_run_in_the_promised_order() {
     on_each_backend(|c| {
         let ann = user(c, "ann");
         let bob = user(c, "bob");
-        let bobs = service::issue(c, bob, bob, b"{}", tokens::Lifetime::default())
+        let bobs = service::issue(c, bob, bob, b"{}", tokens::Policy::default())
             .unwrap()
             .token
             .id;
         assert!(matches!(
-            service::issue(c, bob, ann, b"{", tokens::Lifetime::default()),
+            service::issue(c, bob, ann, b"{", tokens::Policy::default()),
             Err(Error::Forbidden)
         ));
         assert!(matches!(
@@ -68,7 +68,7 @@ fn checks_run_in_the_promised_order() {
                 999,
                 999,
                 br#"{"scope":"root"}"#,
-                tokens::Lifetime::default()
+                tokens::Policy::default()
             ),
             Err(Error::UserNotFound { id: 999 })
         ));
@@ -78,7 +78,7 @@ fn checks_run_in_the_promised_order() {
                 ann,
                 ann,
                 br#"{"scope":"root"}"#,
-                tokens::Lifetime::default()
+                tokens::Policy::default()
             ),
             Err(Error::InvalidScope)
         ));
