@@ -17,6 +17,7 @@ use tool_catalog::{BaseUrl, Catalog, CatalogError, Safety, Tool};
 
 use crate::{
     BearerToken,
+    http::Client,
     upstream::{TOKEN_ENV, Upstream},
 };
 
@@ -86,10 +87,16 @@ struct Inner {
     direct_calls: std::sync::atomic::AtomicU64,
 }
 
-/// One `tools/call` as the client sent it: a retry of it (same session, same JSON-RPC id)
-/// is the same attempt and gets the same Idempotency-Key, so the API answers it once.
+/// One `tools/call` as the client sent it: a retry of it (same client, same session, same
+/// JSON-RPC id) is the same attempt and gets the same Idempotency-Key, so the API answers it
+/// once. Attempts of different clients never share a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempt {
+    /// Who sent it: the verified client's token digest (client authentication on), or
+    /// `anonymous`.
+    pub client: String,
+    /// The session; a stateless call without a verified client is its own "session", so
+    /// that two anonymous clients cannot meet under one key.
     pub session: String,
     pub request_id: String,
 }
@@ -100,7 +107,13 @@ pub struct Attempt {
 pub fn retry_key(nonce: &str, attempt: &Attempt, tool: &str, arguments: &JsonObject) -> String {
     use sha2::Digest;
     let mut hash = sha2::Sha256::new();
-    for part in [nonce, &attempt.session, &attempt.request_id, tool] {
+    for part in [
+        nonce,
+        &attempt.client,
+        &attempt.session,
+        &attempt.request_id,
+        tool,
+    ] {
         hash.update(part.len().to_be_bytes());
         hash.update(part.as_bytes());
     }
@@ -153,29 +166,37 @@ impl Gateway {
         Ok(self.inner.listed.clone())
     }
 
+    /// A number no other call of this process gets.
+    fn next_direct_call(&self) -> u64 {
+        self.inner
+            .direct_calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// `tools/call` without the transport around it: every call its own attempt.
     pub async fn call(
         &self,
         name: &str,
         arguments: JsonObject,
     ) -> Result<CallToolResult, McpError> {
-        let n = self
-            .inner
-            .direct_calls
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let n = self.next_direct_call();
         let attempt = Attempt {
+            client: "direct".to_owned(),
             session: "direct".to_owned(),
             request_id: n.to_string(),
         };
-        self.call_as(name, arguments, &attempt).await
+        self.call_as(name, arguments, &attempt, None).await
     }
 
-    /// `tools/call` of `attempt`: a write tool sends the attempt's Idempotency-Key.
+    /// `tools/call` of `attempt`: a write tool sends the attempt's Idempotency-Key. With a
+    /// verified `client` (client authentication on), a write tool runs only for a client whose
+    /// own token may write: the gateway's bearer never lends a read token more than it has.
     pub async fn call_as(
         &self,
         name: &str,
         arguments: JsonObject,
         attempt: &Attempt,
+        client: Option<&Client>,
     ) -> Result<CallToolResult, McpError> {
         let catalog = self.catalog()?;
         let Some(tool) = catalog.get(name).filter(|t| self.inner.selection.admits(t)) else {
@@ -188,6 +209,13 @@ impl Gateway {
             .build_request_at(&self.inner.base_url, &arguments)
             .map_err(|error| McpError::invalid_params(error.to_string(), None))?;
 
+        if tool.safety() == Safety::Write && client.is_some_and(|c| !c.may_write) {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "Tool \"{}\" is a write tool: your token's scope is read, and only a token with \
+                 scope write or admin may call write tools. No request was sent.",
+                tool.name()
+            ))]));
+        }
         // Fail closed: a tool that is not `read` needs the token before anything is sent.
         let bearer = match tool.safety() {
             Safety::Read => None,
@@ -348,18 +376,24 @@ impl ServerHandler for Gateway {
     ) -> Result<CallToolResponse, McpError> {
         let arguments = request.arguments.unwrap_or_default();
         // The HTTP transport puts the request's parts in the context; stdio is one session.
-        let session = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.headers.get("mcp-session-id"))
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("stdio")
-            .to_owned();
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let client = parts.and_then(|p| p.extensions.get::<Client>());
+        let session = match parts {
+            None => "stdio".to_owned(),
+            Some(parts) => match parts.headers.get("mcp-session-id") {
+                Some(id) => format!("session:{}", id.to_str().unwrap_or("")),
+                // Stateless: a verified client's retries share its key; anonymous calls
+                // cannot be told apart, so each is its own attempt.
+                None if client.is_some() => "stateless".to_owned(),
+                None => format!("call:{}", self.next_direct_call()),
+            },
+        };
         let attempt = Attempt {
+            client: client.map_or_else(|| "anonymous".to_owned(), |c| c.key.clone()),
             session,
             request_id: serde_json::to_string(&context.id).unwrap_or_default(),
         };
-        self.call_as(&request.name, arguments, &attempt)
+        self.call_as(&request.name, arguments, &attempt, client)
             .await
             .map(Into::into)
     }
@@ -497,6 +531,7 @@ mod tests {
     #[test]
     fn a_retried_attempt_keeps_its_key_and_anything_else_gets_another() {
         let attempt = Attempt {
+            client: "c1".into(),
             session: "s1".into(),
             request_id: "7".into(),
         };
@@ -515,7 +550,17 @@ mod tests {
             session: "s2".into(),
             ..attempt.clone()
         };
+        let other_client = Attempt {
+            client: "c2".into(),
+            ..attempt.clone()
+        };
         for different in [
+            retry_key(
+                "n",
+                &other_client,
+                "create_note",
+                &args(json!({"title": "t"})),
+            ),
             retry_key("n", &other_id, "create_note", &args(json!({"title": "t"}))),
             retry_key(
                 "n",

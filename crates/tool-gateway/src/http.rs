@@ -13,9 +13,13 @@
 //!   and a session that never finishes its `initialize` after 10 s.
 //! - With [`ClientTokens`], every request needs a bearer token that the notes service verifies
 //!   (`--client-auth tokens`); without it the gateway refuses to listen on a non-loopback
-//!   address (`main.rs`).
+//!   address (`main.rs`). What the service says of the token travels with the request as a
+//!   [`Client`]: write tools run only for a `write` or `admin` token, the retry keys of its
+//!   calls are its own, and a session belongs to the user who opened it (another user's token
+//!   on it is 404, as for a session that does not exist).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::Request;
@@ -83,7 +87,8 @@ impl ClientTokens {
         })
     }
 
-    async fn valid(&self, token: &str) -> Result<bool, reqwest::Error> {
+    /// The client the token belongs to, when the service calls it valid.
+    async fn verify(&self, token: &str) -> Result<Option<Client>, reqwest::Error> {
         let answer: serde_json::Value = self
             .client
             .post(&self.verify_url)
@@ -93,19 +98,26 @@ impl ClientTokens {
             .error_for_status()?
             .json()
             .await?;
-        Ok(answer["valid"] == serde_json::Value::Bool(true))
+        if answer["valid"] != serde_json::Value::Bool(true) {
+            return Ok(None);
+        }
+        Ok(answer["user_id"].as_i64().map(|user_id| Client {
+            user_id,
+            may_write: matches!(answer["scope"].as_str(), Some("write" | "admin")),
+            key: client_key(token),
+        }))
     }
 
-    async fn check(&self, token: Option<String>) -> Result<(), Response> {
+    async fn check(&self, token: Option<String>) -> Result<Client, Response> {
         let Some(token) = token else {
             return Err(refusal(
                 StatusCode::UNAUTHORIZED,
                 "a bearer token is required",
             ));
         };
-        match self.valid(&token).await {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(refusal(
+        match self.verify(&token).await {
+            Ok(Some(client)) => Ok(client),
+            Ok(None) => Err(refusal(
                 StatusCode::UNAUTHORIZED,
                 "the bearer token is unknown, revoked or expired",
             )),
@@ -117,6 +129,34 @@ impl ClientTokens {
                 ))
             }
         }
+    }
+}
+
+/// A client of the HTTP transport, as the service verified its token; in the request's
+/// extensions, where `tools/call` finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Client {
+    pub user_id: i64,
+    /// The token's scope is `write` or `admin`.
+    pub may_write: bool,
+    /// Who this client is in retry keys: a digest of its token, never the token.
+    pub key: String,
+}
+
+/// A client's part of its calls' Idempotency-Keys: 16 bytes of its token's SHA-256.
+fn client_key(token: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(token.as_bytes());
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Which user opened each live session (with client authentication on).
+#[derive(Debug, Default)]
+struct Owners(Mutex<HashMap<String, i64>>);
+
+impl Owners {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, i64>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -168,25 +208,64 @@ pub fn router(gateway: Gateway, limits: &HttpLimits) -> axum::Router {
     let service = StreamableHttpService::new(move || Ok(gateway.clone()), sessions.clone(), config);
     let max = limits.max_sessions;
     let client_tokens = limits.client_tokens.clone();
+    let owners = Arc::new(Owners::default());
     axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn(
-            move |req: Request, next: Next| {
+            move |mut req: Request, next: Next| {
                 let sessions = sessions.clone();
                 let client_tokens = client_tokens.clone();
+                let owners = owners.clone();
                 async move {
-                    if let Some(tokens) = &client_tokens
-                        && let Err(refused) = tokens.check(bearer(&req)).await
+                    let client = match &client_tokens {
+                        Some(tokens) => match tokens.check(bearer(&req)).await {
+                            Ok(client) => Some(client),
+                            Err(refused) => return refused,
+                        },
+                        None => None,
+                    };
+                    let session = req
+                        .headers()
+                        .get("mcp-session-id")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
+                    if let (Some(client), Some(session)) = (&client, &session)
+                        && owners
+                            .lock()
+                            .get(session)
+                            .is_some_and(|u| *u != client.user_id)
                     {
-                        return refused;
+                        return not_your_session();
                     }
                     if opens_a_session(&req) && sessions.sessions.read().await.len() >= max {
                         return too_many_sessions();
                     }
-                    next.run(req).await
+                    let user = client.as_ref().map(|c| c.user_id);
+                    if let Some(client) = client {
+                        req.extensions_mut().insert(client);
+                    }
+                    let res = next.run(req).await;
+                    // A session this request opened belongs to its user.
+                    if let (Some(user), None) = (user, session)
+                        && let Some(opened) = res
+                            .headers()
+                            .get("mcp-session-id")
+                            .and_then(|v| v.to_str().ok())
+                    {
+                        let live = sessions.sessions.read().await;
+                        let mut owners = owners.lock();
+                        owners.retain(|id, _| live.contains_key(id.as_str()));
+                        owners.insert(opened.to_owned(), user);
+                    }
+                    res
                 }
             },
         ))
+}
+
+/// Another user's session answers as one that does not exist.
+fn not_your_session() -> Response {
+    refusal(StatusCode::NOT_FOUND, "no such session")
 }
 
 /// A POST without `Mcp-Session-Id` may start a session (an `initialize` on a legacy protocol

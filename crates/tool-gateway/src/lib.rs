@@ -6,7 +6,7 @@ mod secret;
 mod upstream;
 
 pub use gateway::{Attempt, Gateway, GatewayConfig, Selection, output_schema, retry_key};
-pub use http::{ClientTokens, HttpLimits, LOOPBACK_ORIGINS, router, serve_http};
+pub use http::{Client, ClientTokens, HttpLimits, LOOPBACK_ORIGINS, router, serve_http};
 pub use secret::BearerToken;
 pub use upstream::{REQUEST_TIMEOUT, TOKEN_ENV};
 

@@ -185,11 +185,16 @@ async fn write_tools_send_one_idempotency_key_per_attempt() {
     gw.call("create_note", note()).await.unwrap();
     gw.call("create_note", note()).await.unwrap();
     let attempt = Attempt {
+        client: "anonymous".into(),
         session: "session-1".into(),
         request_id: "42".into(),
     };
-    gw.call_as("create_note", note(), &attempt).await.unwrap();
-    gw.call_as("create_note", note(), &attempt).await.unwrap();
+    gw.call_as("create_note", note(), &attempt, None)
+        .await
+        .unwrap();
+    gw.call_as("create_note", note(), &attempt, None)
+        .await
+        .unwrap();
     gw.call("list_notes", JsonObject::new()).await.unwrap();
     let keys: Vec<Option<String>> = stub
         .taken()

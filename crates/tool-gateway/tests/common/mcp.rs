@@ -210,14 +210,28 @@ pub struct HttpGateway {
     pub url: String,
     child: Child,
     client: reqwest::Client,
-    session: Option<String>,
+    pub session: Option<String>,
     next_id: u64,
+    /// The MCP client's own bearer token (checked with `--client-auth tokens`, never
+    /// forwarded to the API).
+    pub bearer: String,
 }
 
 impl HttpGateway {
     pub fn start(catalog: &Path, base_url: &str, token: Option<&str>) -> HttpGateway {
+        HttpGateway::start_with(catalog, base_url, token, &[])
+    }
+
+    /// [`HttpGateway::start`] with more command-line arguments (`--client-auth tokens`).
+    pub fn start_with(
+        catalog: &Path,
+        base_url: &str,
+        token: Option<&str>,
+        args: &[&str],
+    ) -> HttpGateway {
         let mut child = gateway_command(catalog, base_url, token)
             .args(["--http", "127.0.0.1:0"])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -235,6 +249,7 @@ impl HttpGateway {
             client: reqwest::Client::new(),
             session: None,
             next_id: 1,
+            bearer: "client-credential-not-for-the-api".to_owned(),
         }
     }
 
@@ -246,7 +261,7 @@ impl HttpGateway {
             .post(&self.url)
             .header("Accept", "application/json, text/event-stream")
             .header("Content-Type", "application/json")
-            .header("Authorization", "Bearer client-credential-not-for-the-api")
+            .header("Authorization", format!("Bearer {}", self.bearer))
             .json(message);
         if let Some(session) = &self.session {
             request = request
