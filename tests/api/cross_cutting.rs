@@ -21,6 +21,8 @@ api_tests!(
 backend_tests!(
     oversized_bodies_are_413,
     chunked_oversized_bodies_are_413,
+    chunked_framing_counts_against_the_body_cap,
+    pipelined_answers_wait_for_a_reading_peer,
     rate_limit_answers_429_with_headers,
     configured_problem_base_url_is_used,
 );
@@ -449,4 +451,113 @@ async fn head_is_answered_wherever_get_is(app: TestApp) {
             "{path}: HEAD has no body"
         );
     }
+}
+
+/// Chunk extensions, size padding and trailers carry no body bytes but cost reading: a body
+/// whose framing takes the connection well past `MAX_BODY_BYTES` (a megabyte here, against a
+/// 4 KiB cap; what was buffered with the head, at most 128 KiB, is not charged) is 413 and
+/// nothing is stored, while the same small body in plain chunks is created.
+async fn chunked_framing_counts_against_the_body_cap(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |s| s.max_body_bytes = 4096)
+        .await
+        .unwrap();
+    let addr = app.address.trim_start_matches("http://").to_owned();
+    let body = br#"{"title":"t","body":"b"}"#;
+    let head = format!(
+        "POST /notes HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    );
+    let framed = |size_line: String, trailer: &str| {
+        let mut request = head.clone().into_bytes();
+        request.extend_from_slice(size_line.as_bytes());
+        request.extend_from_slice(body);
+        request.extend_from_slice(b"\r\n0\r\n");
+        request.extend_from_slice(trailer.as_bytes());
+        request.extend_from_slice(b"\r\n");
+        request
+    };
+    let plain = framed(format!("{:x}\r\n", body.len()), "");
+    let attacks = [
+        // A megabyte of chunk extension.
+        framed(
+            format!("{:x};x={}\r\n", body.len(), "e".repeat(1 << 20)),
+            "",
+        ),
+        // A megabyte of zeros padding the chunk size.
+        framed(format!("{}{:x}\r\n", "0".repeat(1 << 20), body.len()), ""),
+        // A megabyte of trailer fields.
+        framed(
+            format!("{:x}\r\n", body.len()),
+            &"X-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n".repeat(20_000),
+        ),
+    ];
+    for (i, request) in attacks.iter().enumerate() {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let _ = stream.write_all(request).await;
+        let mut response = Vec::new();
+        let _ =
+            tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response)).await;
+        let text = String::from_utf8_lossy(&response);
+        assert!(text.starts_with("HTTP/1.1 413"), "attack {i}: {text}");
+        assert!(text.contains("payload-too-large"), "attack {i}");
+    }
+    let list = json(app.get("/notes").await, StatusCode::OK).await;
+    assert_eq!(list["total"], 0, "nothing stored");
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    stream.write_all(&plain).await.unwrap();
+    let mut response = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response)).await;
+    let text = String::from_utf8_lossy(&response);
+    assert!(text.starts_with("HTTP/1.1 201"), "{text}");
+}
+
+/// A client that pipelines and reads nothing gets no answers made for it beyond what its
+/// socket takes: requests wait before their handlers while its answers wait, and the
+/// connection is closed when it has read nothing for `connection::STALL_LIMIT`; another
+/// client is served meanwhile.
+async fn pipelined_answers_wait_for_a_reading_peer(backend: Backend) {
+    let app = TestApp::spawn(backend).await.unwrap();
+    let addr = app.address.trim_start_matches("http://").to_owned();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(addr.parse().unwrap()).await.unwrap();
+    let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\n\r\n").repeat(256);
+    let started = std::time::Instant::now();
+    let mut sent = 0usize;
+    // Write until the server stops reading (its socket and ours fill up) or it closes.
+    loop {
+        match tokio::time::timeout(Duration::from_secs(2), stream.write_all(request.as_bytes()))
+            .await
+        {
+            Ok(Ok(())) => sent += request.len(),
+            Ok(Err(_)) | Err(_) => break,
+        }
+        assert!(
+            sent < 200 * 1024 * 1024,
+            "the server read 200 MiB of requests"
+        );
+        if started.elapsed() > Duration::from_secs(30) {
+            panic!("the server kept reading for 30 s");
+        }
+    }
+    assert_eq!(
+        app.get("/").await.status(),
+        StatusCode::OK,
+        "others are served"
+    );
+    // The stalled connection ends within the limit (plus the time to notice).
+    let closed = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut sink = vec![0u8; 1 << 16];
+        loop {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the connection of a peer that reads nothing is closed"
+    );
 }

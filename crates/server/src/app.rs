@@ -4,15 +4,18 @@ use std::net::TcpListener;
 use std::sync::Arc;
 
 use actix_cors::Cors;
+use actix_service::{IntoServiceFactory, ServiceFactoryExt};
+use actix_web::HttpResponse;
+use actix_web::dev::Extensions;
 use actix_web::dev::Server;
 use actix_web::middleware::{Condition, Logger, from_fn};
 use actix_web::web::{self, Data};
-use actix_web::{HttpResponse, HttpServer};
 use anyhow::Context;
 use apistos::app::{BuildConfig, OpenApiWrapper};
 use serde_json::Value;
 use storage::{Database, Store};
 
+use crate::connection::Paced;
 use crate::db::Db;
 use crate::idempotent::KeyTtl;
 use crate::middleware::deprecation::{self, V1Policy, V1Usage};
@@ -147,17 +150,6 @@ impl Application {
         // Behind trusted proxies every connection comes from a proxy: no per-address cap.
         let connections = (settings.trusted_proxies.0 == 0)
             .then(|| ConnectionCounter::new(settings.max_connections_per_client));
-        let mut server = HttpServer::new(move || shared.clone().app())
-            .on_connect(move |conn, data| {
-                if let Some(counter) = &connections {
-                    limits::on_connect(counter, conn, data);
-                }
-            })
-            // The head must arrive within 5 s (actix's default, kept explicit); the body within
-            // REQUEST_TIMEOUT of it (`middleware::limits`).
-            .client_request_timeout(std::time::Duration::from_secs(5))
-            .listen(listener)?
-            .shutdown_timeout(10);
         let workers = settings.workers.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
         });
@@ -166,13 +158,48 @@ impl Application {
         // held (16 threads took the SQLite server to 108 MiB on a 1,000,000-row table, the pool
         // size to 43 MiB; docs/PERFORMANCE.md, "Memory").
         let pool = usize::try_from(pool_size(db_backend)).unwrap_or(usize::MAX);
-        server = server
+        let builder = actix_server::Server::build()
             .workers(workers)
-            .worker_max_blocking_threads(pool.div_ceil(workers).max(1));
-        Ok(Application {
-            port,
-            server: server.run(),
-        })
+            .worker_max_blocking_threads(pool.div_ceil(workers).max(1))
+            .shutdown_timeout(10);
+        let shutdown = builder.graceful_shutdown_signal();
+        let local = listener.local_addr()?;
+        // What actix-web's `HttpServer::listen` assembles, with each socket wrapped in
+        // `connection::Paced` on its way to the HTTP/1 dispatcher.
+        let server = builder
+            .listen("notes-service", listener, move || {
+                let (connections, shutdown) = (connections.clone(), shutdown.clone());
+                let http = actix_http::HttpService::build()
+                    .graceful_shutdown_signal(move || {
+                        let shutdown = shutdown.clone();
+                        async move { shutdown.notified().await }
+                    })
+                    // The head must arrive within 5 s (actix's default, kept explicit); the
+                    // body within REQUEST_TIMEOUT of it (`middleware::limits`).
+                    .client_request_timeout(std::time::Duration::from_secs(5))
+                    .client_disconnect_timeout(std::time::Duration::from_secs(1))
+                    .local_addr(local)
+                    .on_connect_ext(move |io: &Paced, data: &mut Extensions| {
+                        if let Some(counter) = &connections {
+                            limits::on_connect(counter, io.tcp(), data);
+                        }
+                        data.insert(io.shared());
+                    })
+                    .h1(actix_service::map_config(
+                        shared.clone().app().into_factory(),
+                        |_| actix_web::dev::AppConfig::default(),
+                    ));
+                actix_service::fn_service(|io: actix_web::rt::net::TcpStream| {
+                    let peer = io.peer_addr().ok();
+                    std::future::ready(Ok::<_, actix_http::error::DispatchError>((
+                        Paced::new(io),
+                        peer,
+                    )))
+                })
+                .and_then(http)
+            })?
+            .run();
+        Ok(Application { port, server })
     }
 
     pub fn port(&self) -> u16 {

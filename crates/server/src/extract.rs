@@ -111,7 +111,7 @@ pub async fn read_body(req: &HttpRequest, payload: &mut Payload) -> Result<web::
         .unwrap_or(0);
     let mut body = web::BytesMut::with_capacity(declared.min(limit));
     while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| unreadable(&e))?;
+        let chunk = chunk.map_err(|e| unreadable(&e, limit))?;
         if body.len() + chunk.len() > limit {
             return Err(too_large(limit));
         }
@@ -120,7 +120,11 @@ pub async fn read_body(req: &HttpRequest, payload: &mut Payload) -> Result<web::
     Ok(body.freeze())
 }
 
-fn unreadable(err: &PayloadError) -> ApiError {
+fn unreadable(err: &PayloadError, limit: usize) -> ApiError {
+    if matches!(err, PayloadError::Overflow) {
+        // The body's framing took the connection past the cap (`middleware::limits`).
+        return too_large(limit);
+    }
     if is_deadline(err) {
         ApiError::new(Problem::new(
             Slug::RequestTimeout,

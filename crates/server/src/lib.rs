@@ -2,6 +2,7 @@
 
 pub mod app;
 pub mod conditional;
+pub mod connection;
 pub mod db;
 pub mod error;
 pub mod extract;

@@ -15,6 +15,12 @@
 //! - A client address holds at most `MAX_CONNECTIONS_PER_CLIENT` connections: one beyond is
 //!   shut as it is accepted ([`on_connect`]); should one slip through, its requests get 429 and
 //!   the connection is closed.
+//! - A request waits while its connection's earlier answers wait for the peer to read them
+//!   (`connection::Paced`), so a client that pipelines and never reads makes no new answers.
+//! - A body's bytes on the wire count against `MAX_BODY_BYTES` framing included: the
+//!   connection may read the cap (and a little for the final chunk) past the head before the
+//!   body is done, else 413 (chunk extensions, size padding and trailers carry no body bytes
+//!   but cost reading all the same).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -40,6 +46,7 @@ use actix_web::web::{Bytes, Data};
 use futures_util::Stream;
 use problem_details::{Problem, Slug};
 
+use crate::connection;
 use crate::error::ApiError;
 use crate::middleware::client::client_key;
 use crate::middleware::problems::too_large;
@@ -64,19 +71,29 @@ pub async fn enforce(
     {
         return Ok(closing(refuse(req, too_many_connections())));
     }
+    let connection = req.conn_data::<Arc<connection::Shared>>().cloned();
+    if let Some(connection) = &connection {
+        connection.wait_for_peer().await;
+    }
     if let Some(err) = refusal(&req, limits.max_body_bytes) {
         return Ok(refuse(req, err));
     }
     if has_body(&req) {
         let payload = req.take_payload();
+        let budget = connection.map(|c| c.start_body(limits.max_body_bytes as u64 + FINAL_CHUNK));
         let timed: Pin<Box<dyn Stream<Item = Result<Bytes, PayloadError>>>> = Box::pin(Deadline {
             inner: payload,
             timer: Box::pin(sleep(limits.request_timeout)),
+            budget,
         });
         req.set_payload(Payload::from(timed));
     }
     let mut res = next.call(req).await?.map_into_boxed_body();
-    if res.status() == StatusCode::REQUEST_TIMEOUT {
+    // The rest of a late or oversized body is not worth reading: the connection ends.
+    if matches!(
+        res.status(),
+        StatusCode::REQUEST_TIMEOUT | StatusCode::PAYLOAD_TOO_LARGE
+    ) {
         res = closing(res);
     }
     Ok(res)
@@ -171,10 +188,15 @@ pub fn is_deadline(err: &PayloadError) -> bool {
     matches!(err, PayloadError::Io(e) if e.kind() == io::ErrorKind::TimedOut)
 }
 
-/// The request body, failing once the deadline passes.
+/// Room for the last chunk's `0\r\n\r\n` and a body's final CRLFs beyond `MAX_BODY_BYTES`.
+const FINAL_CHUNK: u64 = 64;
+
+/// The request body, failing once the deadline passes or the connection has read more for it
+/// than the body may take.
 struct Deadline {
     inner: Payload,
     timer: Pin<Box<Sleep>>,
+    budget: Option<connection::Budget>,
 }
 
 impl Stream for Deadline {
@@ -182,7 +204,13 @@ impl Stream for Deadline {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         if let Poll::Ready(item) = Pin::new(&mut self.inner).poll_next(cx) {
+            if item.is_none() {
+                self.budget = None;
+            }
             return Poll::Ready(item);
+        }
+        if self.budget.as_ref().is_some_and(|b| b.exceeded(cx)) {
+            return Poll::Ready(Some(Err(PayloadError::Overflow)));
         }
         match self.timer.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Some(Err(deadline_passed()))),
@@ -196,10 +224,11 @@ impl Stream for Deadline {
 /// connections costs no file descriptor past the first poll (waiting for their requests would
 /// hold them for up to the head timeout). The slot stays in the connection's data until the
 /// connection ends.
-pub fn on_connect(counter: &ConnectionCounter, conn: &dyn std::any::Any, data: &mut Extensions) {
-    let Some(stream) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() else {
-        return;
-    };
+pub fn on_connect(
+    counter: &ConnectionCounter,
+    stream: &actix_web::rt::net::TcpStream,
+    data: &mut Extensions,
+) {
     let Ok(peer) = stream.peer_addr() else {
         return;
     };
