@@ -98,6 +98,8 @@ FD_SLACK = 100
 # 188 for 0.1 s). A cap that stopped working holds them for REQUEST_TIMEOUT, 3 s.
 FD_BURST_S = 0.3
 SLOW_CONNECTIONS = 300
+PIPELINE_S = float(os.environ.get("HOSTILE_PIPELINE_S", "30"))
+FRAMING_MIB = 100
 MAX_BODY_BYTES = 1_048_576  # the server's default
 POLL_S = 0.05
 
@@ -1131,6 +1133,110 @@ def sc_encoded_v1(ctx):
     ctx.rows = "v1_usage calls " + ", ".join(f"+{n}" for n in counted.values())
 
 
+def sc_pipelining(ctx):
+    """192 connections from 3 addresses (the per-address cap each) pipeline GET /health for
+    PIPELINE_S seconds and never read an answer: the server must stay under the RSS bound and
+    keep answering another address (issue: 64 such connections took it to 1.6 GiB)."""
+    srv = ctx.start_server({})
+    health = HealthPoller(ctx, srv, "127.0.0.9").start()
+    request = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n" * 64
+    stop = threading.Event()
+    sent, ended = Counter(), Counter()
+
+    def flood(source):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.bind((source, 0))
+        s.settimeout(2.0)
+        try:
+            s.connect(("127.0.0.1", srv.port))
+            while not stop.is_set():
+                try:
+                    sent[source] += s.send(request)
+                except socket.timeout:
+                    continue  # the server stopped reading: keep the pressure on
+        except OSError as e:
+            ended[error_name(e)] += 1
+        finally:
+            s.close()
+
+    threads = [threading.Thread(target=flood, args=(f"127.0.0.{1 + i % 3}",), daemon=True)
+               for i in range(3 * MAX_CONNECTIONS_PER_CLIENT)]
+    for t in threads:
+        t.start()
+    stop.wait(PIPELINE_S)
+    stop.set()
+    for t in threads:
+        t.join(5)
+    answers = health.stop()
+    total = sum(sent.values())
+    ctx.fact(f"{len(threads)} pipelining connections for {PIPELINE_S:.0f}s sent {total / 2**20:.1f} MiB "
+             f"of requests; ended by the server: {dict(ended)}")
+    ctx.fact(f"/health from 127.0.0.9: {dict(Counter(o for o, _ in answers))}, "
+             f"max {max((t for _, t in answers), default=0):.2f}s")
+    bad = [o for o, _ in answers if o != "200"]
+    ctx.check(answers and not bad, f"/health from another address during the flood: {len(bad)} of "
+              f"{len(answers)} not 200: {Counter(bad)}")
+    ctx.rows = "none (reads)"
+
+
+def sc_chunked_framing(ctx):
+    """Chunked bodies whose framing (an extension, zeros padding the size, trailer fields) goes
+    on for FRAMING_MIB MiB carry a tiny note: 413 after about MAX_BODY_BYTES (+ what came with
+    the head), the rest unread, nothing stored (issue: 100 MB of framing was read and stored)."""
+    srv = ctx.start_server({})
+    c = Http(ctx, srv)
+    before = notes_total(c)
+    body = b'{"title":"t","body":"b"}'
+    head = (b"POST /notes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n")
+    size = b"%x" % len(body)
+    kinds = {
+        "extension": (size + b";x=", b"e", b"\r\n" + body + b"\r\n0\r\n\r\n"),
+        "size padding": (b"", b"0", size + b"\r\n" + body + b"\r\n0\r\n\r\n"),
+        "trailers": (size + b"\r\n" + body + b"\r\n0\r\n", b"X-Pad: " + b"a" * 60 + b"\r\n", b"\r\n"),
+    }
+    limit = 2 * 2**20  # MAX_BODY_BYTES (1 MiB) + what the dispatcher buffers with the head, and then some
+    for kind, (start, filler, end) in kinds.items():
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        accepted, got = 0, []
+
+        def read_answer():  # as a client that reads while it sends would
+            try:
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        return
+                    got.append(chunk)
+            except OSError:
+                return
+
+        reader = threading.Thread(target=read_answer, daemon=True)
+        reader.start()
+        try:
+            s.sendall(head + start)
+            block = filler * (65536 // len(filler))
+            while accepted < FRAMING_MIB * 2**20:
+                s.sendall(block)
+                accepted += len(block)
+            s.sendall(end)
+        except OSError:
+            pass
+        reader.join(15)
+        s.close()
+        resp = b"".join(got)
+        status = resp.split(b" ", 2)[1].decode() if resp.startswith(b"HTTP/1.1 ") else "no answer"
+        ctx.statuses[f"{status} ({kind})"] += 1
+        ctx.fact(f"{kind}: the server took {accepted / 2**20:.1f} MiB of framing, answered {status}")
+        ctx.check(status == "413", f"{kind}: answered {status}, not 413: {resp[:200]!r}")
+        # What the kernels' buffers take (a few MiB on loopback) comes on top of what is read.
+        ctx.check(accepted <= limit + 14 * 2**20,
+                  f"{kind}: the server read {accepted / 2**20:.1f} MiB of framing for one request")
+    after = notes_total(c)
+    ctx.rows = f"{after - before} notes"
+    ctx.check(after == before, f"{after - before} notes stored from framing attacks")
+
+
 SCENARIOS = [
     ("bomb", sc_bomb),
     ("slow-body", sc_slow_body),
@@ -1144,6 +1250,8 @@ SCENARIOS = [
     ("many-clients", sc_many_clients),
     ("json-only", sc_json_only),
     ("encoded-v1", sc_encoded_v1),
+    ("pipelining", sc_pipelining),
+    ("chunked-framing", sc_chunked_framing),
 ]
 
 

@@ -20,7 +20,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -34,6 +34,10 @@ use tokio::sync::watch;
 /// connection is closed.
 pub const STALL_LIMIT: Duration = Duration::from_secs(10);
 
+/// How long a connection whose request body went past its limit stays open after the 413 was
+/// written, so that the client can read it before the connection ends.
+pub const CUT_GRACE: Duration = Duration::from_secs(1);
+
 /// What a connection's requests share with its stream, in the connection's data.
 #[derive(Debug)]
 pub struct Shared {
@@ -43,6 +47,9 @@ pub struct Shared {
     read: AtomicU64,
     /// The read limit of the body being received, if any.
     budget: Mutex<Option<Limit>>,
+    /// A body went past its limit: nothing more is read from this connection (its reader
+    /// answers 413 and the connection ends; the rest of the framing is never read).
+    cut: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -60,6 +67,7 @@ impl Shared {
             blocked: watch::Sender::new(false),
             read: AtomicU64::new(0),
             budget: Mutex::new(None),
+            cut: AtomicBool::new(false),
         })
     }
 
@@ -69,10 +77,14 @@ impl Shared {
 
     /// Whether reading may go on under the current body's limit; wakes its reader when not.
     fn may_read(&self) -> bool {
+        if self.cut.load(Ordering::Relaxed) {
+            return false;
+        }
         let mut budget = self.budget();
         match budget.as_mut() {
             Some(limit) if self.read.load(Ordering::Relaxed) >= limit.until => {
                 limit.exceeded = true;
+                self.cut.store(true, Ordering::Relaxed);
                 if let Some(waker) = limit.waker.take() {
                     waker.wake();
                 }
@@ -127,7 +139,10 @@ impl Budget {
         let read = self.shared.read.load(Ordering::Relaxed);
         let mut budget = self.shared.budget();
         match budget.as_mut() {
-            Some(limit) if limit.exceeded || read >= limit.until => true,
+            Some(limit) if limit.exceeded || read >= limit.until => {
+                self.shared.cut.store(true, Ordering::Relaxed);
+                true
+            }
             Some(limit) => {
                 limit.waker = Some(cx.waker().clone());
                 false
@@ -149,6 +164,8 @@ pub struct Paced {
     shared: Arc<Shared>,
     /// Set while writes wait for the peer: when the connection gives up on it.
     stall: Option<Pin<Box<Sleep>>>,
+    /// After a body was cut: when the connection ends (its 413 has a moment to be read).
+    ending: Option<Pin<Box<Sleep>>>,
 }
 
 impl Paced {
@@ -157,6 +174,7 @@ impl Paced {
             io,
             shared: Shared::new(),
             stall: None,
+            ending: None,
         }
     }
 
@@ -207,7 +225,18 @@ impl AsyncRead for Paced {
             }
         }
         if !this.shared.may_read() {
-            // The body's limit is reached: its reader answers 413 and the connection closes.
+            // A body's limit is reached: its reader answers 413, and the connection ends
+            // [`CUT_GRACE`] after that answer was written; the rest is never read.
+            let ended = this
+                .ending
+                .as_mut()
+                .is_some_and(|ending| ending.as_mut().poll(cx).is_ready());
+            if ended {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "a request body went past MAX_BODY_BYTES",
+                )));
+            }
             return Poll::Pending;
         }
         let before = buf.filled().len();
@@ -239,6 +268,12 @@ impl AsyncWrite for Paced {
             ready => {
                 if this.stall.is_some() {
                     this.unblock();
+                }
+                if this.ending.is_none() && this.shared.cut.load(Ordering::Relaxed) {
+                    let mut ending = Box::pin(sleep(CUT_GRACE));
+                    // Registers the dispatcher's waker: it reads again when the grace is over.
+                    let _ = ending.as_mut().poll(cx);
+                    this.ending = Some(ending);
                 }
                 ready
             }
