@@ -41,6 +41,9 @@ create_database "$admin" "$db"
 export DATABASE_URL="$DB_URL"
 export WEBHOOK_SECRET="whsec_scale_$$_$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 export RUST_LOG="${RUST_LOG:-warn}"
+# The token phase issues 300 tokens to one user (it measures revocation across instances, not
+# the per-user cap, which tests/api/tokens.rs proves under concurrency).
+export TOKEN_MAX_ACTIVE="${TOKEN_MAX_ACTIVE:-1000}"
 if [ -n "${SCALE_WORKERS:-}" ]; then export WORKERS="$SCALE_WORKERS"; fi
 
 started=$(date +%s%N)

@@ -181,3 +181,162 @@ async fn a_lock_held_past_the_lock_timeout_is_503_not_a_hang(backend: Backend) {
         StatusCode::CREATED
     );
 }
+
+/// A TCP relay in front of PostgreSQL that can stop relaying, keeping every connection open: a
+/// frozen primary (SIGSTOP) or a blackholed port, as the service sees them.
+struct Freezer {
+    port: u16,
+    frozen: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Freezer {
+    async fn start(target: std::net::SocketAddr) -> Freezer {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let frozen = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = frozen.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(target).await else {
+                    continue;
+                };
+                let (cr, cw) = client.into_split();
+                let (sr, sw) = server.into_split();
+                for (mut from, mut to, flag) in [
+                    (
+                        Box::new(cr) as Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+                        Box::new(sw) as Box<dyn tokio::io::AsyncWrite + Unpin + Send>,
+                        flag.clone(),
+                    ),
+                    (Box::new(sr), Box::new(cw), flag.clone()),
+                ] {
+                    tokio::spawn(async move {
+                        let mut buf = vec![0u8; 16 * 1024];
+                        loop {
+                            let n = match from.read(&mut buf).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => n,
+                            };
+                            // Frozen: bytes stop here, unanswered, and nothing closes.
+                            while flag.load(Ordering::SeqCst) {
+                                tokio::time::sleep(Duration::from_millis(20)).await;
+                            }
+                            if to.write_all(&buf[..n]).await.is_err() {
+                                return;
+                            }
+                        }
+                    });
+                }
+            }
+        });
+        Freezer { port, frozen }
+    }
+
+    fn set(&self, frozen: bool) {
+        self.frozen
+            .store(frozen, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The database stops answering (a frozen primary, a blackholed port): every request, reads,
+/// writes, ledger appends and `/health` alike, is answered 503 with `Retry-After` within
+/// `DB_ANSWER_TIMEOUT_MS` (2 s; 2.5 s allowed here), and the same server serves again once the
+/// database answers. PostgreSQL only (a SQLite file cannot freeze).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_stops_answering_gets_503_within_the_deadline() {
+    let Ok(admin) = std::env::var("TEST_POSTGRES_URL") else {
+        eprintln!("TEST_POSTGRES_URL not set: skipped");
+        return;
+    };
+    let db = TestDb::create(Backend::Postgres).unwrap();
+    let target = url_host_port(&admin);
+    let freezer = Freezer::start(target).await;
+    let mut settings = test_settings(&db);
+    settings.database_url = db.url.replacen(
+        &format!("{}:{}", target.ip(), target.port()),
+        &format!("127.0.0.1:{}", freezer.port),
+        1,
+    );
+    assert_ne!(
+        settings.database_url, db.url,
+        "the URL goes through the relay"
+    );
+    let app = TestApp::start(
+        Application::build(settings).await.unwrap(),
+        Backend::Postgres,
+        db,
+    );
+    assert_eq!(
+        app.post_json("/notes", &note(1)).await.status(),
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        app.post_json("/accounts", &json!({"account_id": "a", "owner": "o"}))
+            .await
+            .status(),
+        StatusCode::CREATED
+    );
+
+    freezer.set(true);
+    let deposit = json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 1}});
+    for round in 0..2 {
+        let calls = vec![
+            app.request(reqwest::Method::GET, "/notes/1"),
+            app.request(reqwest::Method::GET, "/notes"),
+            app.request(reqwest::Method::POST, "/notes").json(&note(2)),
+            app.request(reqwest::Method::POST, "/accounts/a/events")
+                .json(&deposit),
+            app.request(reqwest::Method::GET, "/health"),
+        ];
+        let started = std::time::Instant::now();
+        let answers = futures_util::future::join_all(calls.into_iter().map(|r| r.send())).await;
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_millis(2500),
+            "round {round}: answered after {took:?}"
+        );
+        for answer in answers {
+            let res = answer.unwrap();
+            let path = res.url().path().to_owned();
+            assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE, "{path}");
+            if path != "/health" {
+                let (_, retry_after, slug) = problem_type(res).await;
+                assert_eq!(
+                    (retry_after.as_deref(), slug.as_str()),
+                    (Some("1"), "service-unavailable"),
+                    "{path}"
+                );
+            }
+        }
+    }
+
+    freezer.set(false);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let res = app.post_json("/notes", &note(3)).await;
+        if res.status() == StatusCode::CREATED {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no write after the database came back"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(app.get("/health").await.status(), StatusCode::OK);
+}
+
+/// `host:port` of a `postgres://user@host:port/db` URL.
+fn url_host_port(url: &str) -> std::net::SocketAddr {
+    let rest = url.split_once("://").unwrap().1;
+    let authority = rest.split('/').next().unwrap();
+    let host_port = authority.rsplit('@').next().unwrap();
+    let host_port = if host_port.contains(':') {
+        host_port.to_owned()
+    } else {
+        format!("{host_port}:5432")
+    };
+    host_port.parse().unwrap()
+}

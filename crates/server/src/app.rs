@@ -67,8 +67,13 @@ pub async fn open_database(settings: &Settings) -> anyhow::Result<Db> {
     Ok(Db::new(store))
 }
 
+/// How long a start waits for a lock that a migration needs (held by a session of a server
+/// that died mid-migration, until PostgreSQL notices, or by another instance migrating).
+pub const MIGRATION_PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Applies pending migrations on a connection of its own, without the statement timeout that
-/// bounds requests (a migration that backfills a large table may run for minutes).
+/// bounds requests (a migration that backfills a large table may run for minutes), outlasting
+/// a lock another session holds for up to [`MIGRATION_PATIENCE`] (one log line per wait).
 fn migrate(database: &Database) -> anyhow::Result<()> {
     let unbounded = database.clone().with_timeouts(storage::Timeouts {
         statement: std::time::Duration::ZERO,
@@ -77,8 +82,15 @@ fn migrate(database: &Database) -> anyhow::Result<()> {
     let mut conn = unbounded
         .establish()
         .context("DATABASE_URL: cannot connect")?;
-    storage::run_migrations(&mut conn)
-        .map_err(|e| anyhow::anyhow!("DATABASE_URL: migrations failed: {e}"))?;
+    storage::run_migrations_patiently(&mut conn, MIGRATION_PATIENCE, |waited, why| {
+        log::warn!(
+            "migrations wait for a lock another session holds ({:.0} s so far, at most {} s; \
+             a server that died mid-migration holds it until PostgreSQL notices): {why}",
+            waited.as_secs_f64(),
+            MIGRATION_PATIENCE.as_secs()
+        );
+    })
+    .map_err(|e| anyhow::anyhow!("DATABASE_URL: migrations failed: {e}"))?;
     Ok(())
 }
 

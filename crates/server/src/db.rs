@@ -84,10 +84,25 @@ impl Db {
         ApiError: From<E>,
     {
         let store = self.store.clone();
-        let outcome = web::block(move || store.read(f))
-            .await
+        let outcome = self
+            .within(web::block(move || store.read(f)))
+            .await?
             .map_err(ApiError::internal)?;
         outcome.map_err(into_api_error)
+    }
+
+    /// `call` if it answers within `Timeouts::answer`, else a 503 `Timeout` fault: the request
+    /// is answered whatever the database does (a frozen or unreachable one answers nothing,
+    /// and no server-side timeout ends that wait). The blocking call goes on on its own thread
+    /// until the database answers or the connection's keepalives find it dead.
+    async fn within<T>(&self, call: impl std::future::Future<Output = T>) -> Result<T, ApiError> {
+        let deadline = self.store.timeouts().answer;
+        tokio::time::timeout(deadline, call).await.map_err(|_| {
+            ApiError::from_store(StoreError::new(
+                storage::Fault::Timeout,
+                format!("no answer from the database within {deadline:?}"),
+            ))
+        })
     }
 
     /// Runs a write in a transaction that has committed when this returns `Ok`, with its audit
@@ -127,8 +142,8 @@ impl Db {
             Some(queue) => queue.write(f).await,
             None => {
                 let store = self.store.clone();
-                web::block(move || store.write(f))
-                    .await
+                self.within(web::block(move || store.write(f)))
+                    .await?
                     .map_err(ApiError::internal)?
             }
         };

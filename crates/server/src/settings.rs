@@ -189,6 +189,7 @@ impl Settings {
                 statement: millis("DB_STATEMENT_TIMEOUT_MS", t.statement)?,
                 lock: millis("DB_LOCK_TIMEOUT_MS", t.lock)?,
                 queue: millis("DB_QUEUE_TIMEOUT_MS", t.queue)?,
+                answer: millis("DB_ANSWER_TIMEOUT_MS", t.answer)?,
             },
             sqlite_synchronous: parse("SQLITE_SYNCHRONOUS", get("SQLITE_SYNCHRONOUS"), |v| {
                 storage::Synchronous::parse(v).ok_or("expected full or normal")

@@ -51,6 +51,8 @@ impl<T, E: std::error::Error + 'static> Outcome for Result<T, E> {
 
 pub struct GroupCommit<J, R> {
     jobs: mpsc::Sender<Queued<J, R>>,
+    /// The most [`GroupCommit::submit`] waits for its batch (`Timeouts::answer`).
+    deadline: Duration,
     /// The answer when the batch could not run or commit (no connection, no lock, a failed
     /// `COMMIT`, replaced files, a panic, a job that waited too long).
     failed: fn(StoreError) -> R,
@@ -60,6 +62,7 @@ impl<J: Send + 'static, R: Outcome + Send + 'static> GroupCommit<J, R> {
     /// Starts the writer thread; it stops when the `GroupCommit` is dropped.
     pub fn new(store: Store, run: RunBatch<J, R>, failed: fn(StoreError) -> R) -> Self {
         let (jobs, queue) = mpsc::channel();
+        let deadline = store.timeouts().answer;
         let writer = Writer {
             store,
             run,
@@ -70,13 +73,25 @@ impl<J: Send + 'static, R: Outcome + Send + 'static> GroupCommit<J, R> {
         let _ = thread::Builder::new()
             .name("group-commit".into())
             .spawn(move || writer.serve());
-        GroupCommit { jobs, failed }
+        GroupCommit {
+            jobs,
+            deadline,
+            failed,
+        }
     }
 
-    /// Runs `job` in the next batch; resolves once that batch has committed (or failed).
+    /// Runs `job` in the next batch; resolves once that batch has committed (or failed), or
+    /// with a `Timeout` fault when no answer came within the deadline: the database did not
+    /// answer, and the job may still be carried out when it does (the caller cannot know).
     pub async fn submit(&self, job: J) -> R {
         match self.enqueue(job) {
-            Ok(answer) => answer.await.unwrap_or_else(|_| self.writer_gone()),
+            Ok(answer) => match tokio::time::timeout(self.deadline, answer).await {
+                Ok(answer) => answer.unwrap_or_else(|_| self.writer_gone()),
+                Err(_) => (self.failed)(StoreError::new(
+                    Fault::Timeout,
+                    format!("no answer from the database within {:?}", self.deadline),
+                )),
+            },
             Err(failed) => failed,
         }
     }

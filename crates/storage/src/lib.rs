@@ -23,6 +23,7 @@ pub use fault::{Failure, Fault, StoreError};
 pub use group_commit::GroupCommit;
 pub use migrations::{
     MigrationError, applied_migrations, migration_names, revert_all_migrations, run_migrations,
+    run_migrations_patiently,
 };
 pub use store::{FAULT_MEMORY, Store};
 pub use write_queue::WriteQueue;

@@ -14,6 +14,37 @@ pub fn run_migrations(conn: &mut DbConnection) -> Result<usize, MigrationError> 
         .len()))
 }
 
+/// [`run_migrations`], outlasting a lock that another session holds on what a migration
+/// changes, for at most `patience`: a server killed during a migration leaves its session's
+/// transaction (and locks) behind until PostgreSQL notices the client is gone, and the next
+/// start should wait that out rather than stop. Each wait is reported to `waiting` (how long
+/// so far, and why); any other failure, or a lock held past `patience`, is returned.
+pub fn run_migrations_patiently(
+    conn: &mut DbConnection,
+    patience: std::time::Duration,
+    mut waiting: impl FnMut(std::time::Duration, &MigrationError),
+) -> Result<usize, MigrationError> {
+    let started = std::time::Instant::now();
+    loop {
+        match run_migrations(conn) {
+            Err(e) if is_lock_wait(&e) && started.elapsed() < patience => {
+                waiting(started.elapsed(), &e);
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A migration stopped because a lock it needs is held elsewhere (PostgreSQL's
+/// `lock_timeout`, SQLite's `busy_timeout`).
+fn is_lock_wait(e: &MigrationError) -> bool {
+    let text = e.to_string();
+    crate::Fault::find(e.as_ref()) == Some(crate::Fault::Busy)
+        || text.contains("lock timeout")
+        || text.contains("database is locked")
+}
+
 /// Reverts every applied migration (for the up/down/up round-trip test and `migrate --down`).
 pub fn revert_all_migrations(conn: &mut DbConnection) -> Result<usize, MigrationError> {
     Ok(crate::with_backend!(conn, |c| c

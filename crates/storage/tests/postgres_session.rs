@@ -32,3 +32,69 @@ fn connections_keep_generic_plans_and_bounded_statements() {
         "0"
     );
 }
+
+/// A session holds a lock a pending migration needs (as a server killed mid-migration leaves
+/// behind until PostgreSQL notices): the migration waits it out instead of failing, and
+/// applies once the lock is gone.
+#[test]
+fn migrations_outlast_a_lock_held_by_another_session() {
+    let admin = std::env::var("TEST_POSTGRES_URL").ok();
+    let Some(db) =
+        storage::testing::TestDatabase::create(storage::Backend::Postgres, admin.as_deref())
+            .unwrap()
+    else {
+        eprintln!("TEST_POSTGRES_URL not set: skipped");
+        return;
+    };
+    use storage::diesel::connection::SimpleConnection;
+    let mut conn = db.migrated_connection().unwrap();
+    conn.batch_execute(include_str!(
+        "../../../migrations/postgres/2026-11-29-000013_owners_and_audit/down.sql"
+    ))
+    .unwrap();
+    conn.batch_execute("DELETE FROM __diesel_schema_migrations WHERE version = '20261129000013'")
+        .unwrap();
+    let database = storage::Database::parse(&db.url)
+        .unwrap()
+        .with_timeouts(storage::Timeouts {
+            lock: std::time::Duration::from_millis(200),
+            ..storage::Timeouts::default()
+        });
+    let mut holder = database.establish().unwrap();
+    holder
+        .batch_execute("BEGIN; LOCK TABLE notes IN ACCESS EXCLUSIVE MODE;")
+        .unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        holder.batch_execute("ROLLBACK;").unwrap();
+    });
+    let mut migrating = database.establish().unwrap();
+    let mut waits = 0;
+    let ran = storage::run_migrations_patiently(
+        &mut migrating,
+        std::time::Duration::from_secs(30),
+        |_, _| waits += 1,
+    )
+    .unwrap();
+    release.join().unwrap();
+    assert_eq!(ran, 1, "the pending migration ran");
+    assert!(waits >= 1, "it waited for the lock");
+    // And a lock held past the patience is an error, not a hang.
+    conn.batch_execute(include_str!(
+        "../../../migrations/postgres/2026-11-29-000013_owners_and_audit/down.sql"
+    ))
+    .unwrap();
+    conn.batch_execute("DELETE FROM __diesel_schema_migrations WHERE version = '20261129000013'")
+        .unwrap();
+    conn.batch_execute("BEGIN; LOCK TABLE notes IN ACCESS EXCLUSIVE MODE;")
+        .unwrap();
+    let started = std::time::Instant::now();
+    let refused = storage::run_migrations_patiently(
+        &mut migrating,
+        std::time::Duration::from_secs(2),
+        |_, _| {},
+    );
+    assert!(refused.is_err(), "{refused:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    conn.batch_execute("ROLLBACK;").unwrap();
+}

@@ -63,6 +63,11 @@ pub enum StorageError {
         "unsupported scheme {0:?}: expected sqlite://, postgres:// or postgresql:// (or a bare file path for SQLite)"
     )]
     Scheme(String),
+    #[error(
+        "{0:?} is neither a PostgreSQL connection string (postgres://… or host=… dbname=…) nor \
+         plainly a file path (sqlite://path, or a path without spaces, `=` or a scheme)"
+    )]
+    Unclear(String),
     #[error("cannot create the directory for the SQLite database: {0}")]
     CreateDir(#[source] std::io::Error),
     #[error("cannot open the database: {0}")]
@@ -116,6 +121,11 @@ pub struct Timeouts {
     pub lock: Duration,
     /// A job waiting in a group-commit queue before its batch starts.
     pub queue: Duration,
+    /// The most a request waits for the database's answer to one call (a read, a write, a
+    /// group-commit submission), whatever the database does: a frozen primary, a blackholed
+    /// host or a synchronous standby that stopped confirming answer nothing at all, and no
+    /// server-side timeout can end that wait.
+    pub answer: Duration,
 }
 
 impl Default for Timeouts {
@@ -126,6 +136,7 @@ impl Default for Timeouts {
             statement: Duration::from_secs(5),
             lock: Duration::from_secs(2),
             queue: Duration::from_secs(5),
+            answer: Duration::from_secs(2),
         }
     }
 }
@@ -144,19 +155,28 @@ pub struct Database {
 }
 
 impl Database {
-    /// `postgres://` and `postgresql://` select PostgreSQL; `sqlite://path` or a bare path (no
-    /// `://`) selects SQLite. Any other scheme is refused: a typo such as `postgress://` must
-    /// not quietly start on a new SQLite file in a directory named `postgress:`.
+    /// `postgres://` and `postgresql://` URLs (several hosts and `target_session_attrs`
+    /// included) and libpq keyword strings (`host=… port=… dbname=…`) select PostgreSQL;
+    /// `sqlite://path` or plainly a file path selects SQLite. Anything else is refused, so that
+    /// no typo (`postgress://`, `postgres:/x`, a keyword string) quietly starts on a new SQLite
+    /// file named after it.
     pub fn parse(url: &str) -> Result<Database, StorageError> {
         let (backend, target) =
             if url.starts_with("postgres://") || url.starts_with("postgresql://") {
                 (Backend::Postgres, url)
-            } else if let Some(path) = url.strip_prefix("sqlite://") {
+            } else if let Some(path) = url
+                .strip_prefix("sqlite://")
+                .or_else(|| url.strip_prefix("sqlite:"))
+            {
                 (Backend::Sqlite, path)
             } else if let Some((scheme, _)) = url.split_once("://") {
                 return Err(StorageError::Scheme(scheme.to_owned()));
-            } else {
+            } else if is_keyword_conninfo(url) {
+                (Backend::Postgres, url.trim())
+            } else if is_plain_path(url) {
                 (Backend::Sqlite, url)
+            } else {
+                return Err(StorageError::Unclear(url.to_owned()));
             };
         Ok(Database {
             backend,
@@ -236,15 +256,35 @@ impl Database {
         }
     }
 
-    /// The PostgreSQL URL with libpq's `connect_timeout` added unless it names one: without it
-    /// a connection to an unreachable host waits for the operating system's TCP timeout.
+    /// The PostgreSQL connection string with libpq's dead-peer settings added where it names
+    /// none: `connect_timeout` (else a connection to an unreachable host waits for the
+    /// operating system's TCP timeout), TCP keepalives and `tcp_user_timeout` (else a peer
+    /// whose host vanished, or a blackholed port, holds a connection for the kernel's
+    /// retransmission timeout, minutes).
     fn pg_url(&self) -> String {
-        if self.target.contains("connect_timeout=") {
-            return self.target.clone();
-        }
         let secs = self.timeouts.connect.as_secs().max(2);
-        let sep = if self.target.contains('?') { '&' } else { '?' };
-        format!("{}{sep}connect_timeout={secs}", self.target)
+        let defaults = [
+            ("connect_timeout", secs.to_string()),
+            ("keepalives", "1".to_owned()),
+            ("keepalives_idle", "5".to_owned()),
+            ("keepalives_interval", "2".to_owned()),
+            ("keepalives_count", "3".to_owned()),
+            ("tcp_user_timeout", (secs * 1000).max(2000).to_string()),
+        ];
+        let keyword = !self.target.contains("://");
+        let mut out = self.target.clone();
+        for (name, value) in defaults {
+            if self.target.contains(&format!("{name}=")) {
+                continue;
+            }
+            let sep = match (keyword, out.contains('?')) {
+                (true, _) => ' ',
+                (false, true) => '&',
+                (false, false) => '?',
+            };
+            out.push_str(&format!("{sep}{name}={value}"));
+        }
+        out
     }
 
     fn pool_builder(&self, max_size: u32) -> r2d2::Builder<Manager> {
@@ -284,6 +324,27 @@ impl Database {
     }
 }
 
+/// A libpq keyword connection string: `keyword=value` pairs separated by spaces, the first a
+/// connection keyword.
+fn is_keyword_conninfo(s: &str) -> bool {
+    const KEYWORDS: [&str; 8] = [
+        "host", "hostaddr", "port", "dbname", "user", "password", "service", "sslmode",
+    ];
+    let s = s.trim();
+    s.split_once('=')
+        .is_some_and(|(first, _)| KEYWORDS.contains(&first.trim()))
+        && s.split_whitespace().all(|pair| pair.contains('='))
+}
+
+/// Plainly a file path: no spaces or `=` (a keyword string, or a mangled one), and no
+/// `word:` prefix (a URL missing its slashes), except a Windows-style drive letter.
+fn is_plain_path(s: &str) -> bool {
+    let scheme_like = s
+        .split_once(':')
+        .is_some_and(|(head, _)| head.len() > 1 && !head.contains('/'));
+    !s.is_empty() && !s.contains(char::is_whitespace) && !s.contains('=') && !scheme_like
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,16 +374,81 @@ mod tests {
         }
     }
 
+    const DEAD_PEER: &str = "keepalives=1&keepalives_idle=5&keepalives_interval=2\
+        &keepalives_count=3&tcp_user_timeout=2000";
+
     #[test]
-    fn postgres_gets_a_connect_timeout() {
+    fn postgres_gets_a_connect_timeout_and_dead_peer_detection() {
         let db = Database::parse("postgres://u@h/db").unwrap();
-        assert_eq!(db.pg_url(), "postgres://u@h/db?connect_timeout=2");
+        assert_eq!(
+            db.pg_url(),
+            format!("postgres://u@h/db?connect_timeout=2&{DEAD_PEER}")
+        );
         let db = Database::parse("postgres://u@h/db?sslmode=disable").unwrap();
         assert_eq!(
             db.pg_url(),
-            "postgres://u@h/db?sslmode=disable&connect_timeout=2"
+            format!("postgres://u@h/db?sslmode=disable&connect_timeout=2&{DEAD_PEER}")
         );
-        let db = Database::parse("postgres://u@h/db?connect_timeout=9").unwrap();
-        assert_eq!(db.pg_url(), "postgres://u@h/db?connect_timeout=9");
+        let db = Database::parse("postgres://u@h/db?connect_timeout=9&keepalives=0").unwrap();
+        assert!(
+            db.pg_url()
+                .starts_with("postgres://u@h/db?connect_timeout=9&keepalives=0&")
+        );
+        assert!(!db.pg_url().contains("keepalives=1"));
+    }
+
+    #[test]
+    fn several_hosts_and_keyword_strings_are_postgres() {
+        let multi =
+            "postgres://postgres@127.0.0.1:5433,127.0.0.1:5434/db?target_session_attrs=read-write";
+        let db = Database::parse(multi).unwrap();
+        assert_eq!(db.backend(), Backend::Postgres);
+        assert!(db.pg_url().starts_with(multi));
+        let keywords = "host=127.0.0.1 port=5433 dbname=test user=postgres";
+        let db = Database::parse(keywords).unwrap();
+        assert_eq!(db.backend(), Backend::Postgres);
+        assert_eq!(
+            db.pg_url(),
+            format!(
+                "{keywords} connect_timeout=2 {}",
+                DEAD_PEER.replace('&', " ")
+            )
+        );
+    }
+
+    #[test]
+    fn nothing_unclear_becomes_a_sqlite_file() {
+        for unclear in [
+            "host=db port=5432 dbname=x oops",
+            "postgres:/u@h/db",
+            "postgresql:u@h/db",
+            "my database.db",
+            "a=b",
+            "",
+        ] {
+            let err = Database::parse(unclear).unwrap_err();
+            assert!(
+                matches!(err, StorageError::Unclear(_) | StorageError::Scheme(_)),
+                "{unclear:?}: {err}"
+            );
+        }
+        assert_eq!(
+            Database::parse("sqlite:data/x.db").unwrap().target,
+            "data/x.db"
+        );
+        for path in [
+            "data/service.db",
+            "/var/lib/x.db",
+            "./x.db",
+            "C:/data/x.db",
+            "x",
+            ":memory:",
+        ] {
+            assert_eq!(
+                Database::parse(path).unwrap().backend(),
+                Backend::Sqlite,
+                "{path}"
+            );
+        }
     }
 }
