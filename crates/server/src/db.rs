@@ -194,25 +194,8 @@ impl FromRequest for Db {
     }
 }
 
-impl apistos::ApiComponent for Db {
-    fn child_schemas(
-        _: apistos::OpenApiVersion,
-    ) -> Vec<(
-        String,
-        apistos::reference_or::ReferenceOr<apistos::ApistosSchema>,
-    )> {
-        Vec::new()
-    }
-
-    fn schema(
-        _: apistos::OpenApiVersion,
-    ) -> Option<(
-        String,
-        apistos::reference_or::ReferenceOr<apistos::ApistosSchema>,
-    )> {
-        None
-    }
-}
+// Documents nothing, as the app data it is read from.
+crate::document_as!(Db => Data<Db>);
 
 /// The operation's own error as its problem (or area D's plain body); a storage failure as
 /// its fault's problem.

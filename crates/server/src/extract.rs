@@ -56,6 +56,13 @@ macro_rules! document_as {
             ) -> Vec<apistos::paths::Parameter> {
                 <$like as apistos::ApiComponent>::parameters(v, description)
             }
+            fn responses(
+                v: apistos::OpenApiVersion,
+                content_type: Option<String>,
+                description: Option<String>,
+            ) -> Option<apistos::paths::Responses> {
+                <$like as apistos::ApiComponent>::responses(v, content_type, description)
+            }
         }
     };
 }

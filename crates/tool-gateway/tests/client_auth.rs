@@ -79,23 +79,12 @@ async fn stateless_call(url: &str, bearer: &str, id: Value, tool: &str, argument
 }
 
 async fn balance(server: &ServerProcess, account: &str) -> i64 {
-    let body: Value = reqwest::get(format!("{}/accounts/{account}", server.base_url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    body["balance_cents"].as_i64().unwrap()
+    let account = server.get_json(&format!("/accounts/{account}")).await;
+    account["balance_cents"].as_i64().unwrap()
 }
 
 async fn note_total(server: &ServerProcess) -> i64 {
-    let body: Value = reqwest::get(format!("{}/notes", server.base_url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    body["total"].as_i64().unwrap()
+    server.get_json("/notes").await["total"].as_i64().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

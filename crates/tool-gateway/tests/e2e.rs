@@ -20,13 +20,7 @@ fn structured(response: &Value) -> &Value {
 }
 
 async fn note_count(server: &ServerProcess) -> u64 {
-    let body: Value = reqwest::get(format!("{}/notes", server.base_url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    body["total"].as_u64().unwrap()
+    server.get_json("/notes").await["total"].as_u64().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -107,6 +107,18 @@ impl ServerProcess {
     }
 }
 
+impl ServerProcess {
+    /// `GET path` of the service, as JSON.
+    pub async fn get_json(&self, path: &str) -> Value {
+        reqwest::get(format!("{}{path}", self.base_url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+}
+
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -7,9 +7,6 @@
 use actix_web::body::BoxBody;
 use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse, Responder};
-use apistos::paths::{RequestBody, Responses};
-use apistos::reference_or::ReferenceOr;
-use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
 use futures_util::stream;
 use tokens::{Token, service};
 
@@ -122,25 +119,5 @@ impl Responder for Listing {
     }
 }
 
-/// Documented as the page it is the whole of.
-impl ApiComponent for Listing {
-    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        <Linked<TokenListDto> as ApiComponent>::child_schemas(v)
-    }
-    fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
-        <Linked<TokenListDto> as ApiComponent>::raw_schema(v)
-    }
-    fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        <Linked<TokenListDto> as ApiComponent>::schema(v)
-    }
-    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
-        None
-    }
-    fn responses(
-        v: OpenApiVersion,
-        content_type: Option<String>,
-        description: Option<String>,
-    ) -> Option<Responses> {
-        <Linked<TokenListDto> as ApiComponent>::responses(v, content_type, description)
-    }
-}
+// Documented as the page it is the whole of.
+crate::document_as!(Listing => Linked<TokenListDto>);
