@@ -82,15 +82,21 @@ fn migrate(database: &Database) -> anyhow::Result<()> {
     let mut conn = unbounded
         .establish()
         .context("DATABASE_URL: cannot connect")?;
-    storage::run_migrations_patiently(&mut conn, MIGRATION_PATIENCE, |waited, why| {
-        log::warn!(
-            "migrations wait for a lock another session holds ({:.0} s so far, at most {} s; \
+    let applied =
+        storage::run_migrations_patiently(&mut conn, MIGRATION_PATIENCE, |waited, why| {
+            log::warn!(
+                "migrations wait for a lock another session holds ({:.0} s so far, at most {} s; \
              a server that died mid-migration holds it until PostgreSQL notices): {why}",
-            waited.as_secs_f64(),
-            MIGRATION_PATIENCE.as_secs()
-        );
-    })
-    .map_err(|e| anyhow::anyhow!("DATABASE_URL: migrations failed: {e}"))?;
+                waited.as_secs_f64(),
+                MIGRATION_PATIENCE.as_secs()
+            );
+        })
+        .map_err(|e| anyhow::anyhow!("DATABASE_URL: migrations failed: {e}"))?;
+    let at = storage::applied_migrations(&mut conn)
+        .ok()
+        .and_then(|versions| versions.into_iter().max())
+        .unwrap_or_default();
+    log::info!("migrations: {applied} applied now; the schema is at version {at}");
     Ok(())
 }
 

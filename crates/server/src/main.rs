@@ -127,13 +127,21 @@ async fn run() -> anyhow::Result<()> {
         Command::Serve => {
             let settings = init()?;
             raise_open_file_limit();
+            log::info!("database: {}", settings.database()?.describe());
             let app = Application::build(settings.clone()).await?;
             log::info!(
-                "listening on http://{}:{} (database: {})",
-                settings.bind.ip(),
-                app.port(),
-                settings.database()?.backend().as_str()
+                "authentication: API_AUTH={}",
+                match settings.api_auth {
+                    server::middleware::token_auth::ApiAuth::Off => {
+                        "off (no credential is checked but the example routes' and the webhook's)"
+                    }
+                    server::middleware::token_auth::ApiAuth::Tokens => {
+                        "tokens (every route but the public ones needs a bearer token or the \
+                         operator key)"
+                    }
+                }
             );
+            log::info!("listening on http://{}:{}", settings.bind.ip(), app.port());
             app.run_until_stopped().await?;
         }
         Command::Migrate => {

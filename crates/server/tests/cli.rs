@@ -97,11 +97,12 @@ fn migrate_creates_the_database_and_serve_stops_gracefully_on_sigterm() {
         .local_addr()
         .unwrap()
         .port();
+    let log = dir.path().join("server.log");
     let mut child = server()
         .env("DATABASE_URL", &url)
         .env("BIND", format!("127.0.0.1:{port}"))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -123,6 +124,18 @@ fn migrate_creates_the_database_and_serve_stops_gracefully_on_sigterm() {
         }
         assert!(Instant::now() < deadline, "no graceful shutdown");
         std::thread::sleep(Duration::from_millis(50));
+    }
+    // The first minute says where the data is, what migrating did, the authentication mode
+    // and the address, one line each.
+    let log = std::fs::read_to_string(&log).unwrap();
+    let db = dir.path().join("nested/dir/service.db");
+    for line in [
+        format!("database: SQLite file {}", db.display()),
+        "migrations: 0 applied now; the schema is at version ".to_owned(),
+        "authentication: API_AUTH=off".to_owned(),
+        format!("listening on http://127.0.0.1:{port}"),
+    ] {
+        assert!(log.contains(&line), "no {line:?} in:\n{log}");
     }
 }
 

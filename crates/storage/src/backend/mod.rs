@@ -206,6 +206,41 @@ impl Database {
         self.backend
     }
 
+    /// Where the data is, for a log line: the SQLite file's absolute path, or PostgreSQL's
+    /// hosts and database (never a user or password).
+    pub fn describe(&self) -> String {
+        match self.backend {
+            Backend::Sqlite => {
+                let path = Path::new(&self.target);
+                let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+                format!("SQLite file {}", absolute.display())
+            }
+            Backend::Postgres => match self.target.split_once("://") {
+                Some((_, rest)) => {
+                    let rest = rest.split('?').next().unwrap_or("");
+                    let (authority, db) = rest.split_once('/').unwrap_or((rest, ""));
+                    let hosts = authority.rsplit('@').next().unwrap_or("");
+                    format!("PostgreSQL {hosts}/{db}")
+                }
+                None => {
+                    let value = |key: &str| {
+                        self.target
+                            .split_whitespace()
+                            .find_map(|pair| pair.strip_prefix(&format!("{key}=")))
+                            .unwrap_or("")
+                            .to_owned()
+                    };
+                    format!(
+                        "PostgreSQL {}:{}/{}",
+                        value("host"),
+                        value("port"),
+                        value("dbname")
+                    )
+                }
+            },
+        }
+    }
+
     /// The SQLite file (`None` for PostgreSQL and for `:memory:`).
     pub fn sqlite_path(&self) -> Option<&Path> {
         (self.backend == Backend::Sqlite && self.target != ":memory:")
@@ -414,6 +449,18 @@ mod tests {
                 DEAD_PEER.replace('&', " ")
             )
         );
+    }
+
+    #[test]
+    fn descriptions_name_the_place_and_never_a_password() {
+        let url = "postgres://ann:secret@h1:5432,h2:5433/db?target_session_attrs=read-write";
+        let described = Database::parse(url).unwrap().describe();
+        assert_eq!(described, "PostgreSQL h1:5432,h2:5433/db");
+        let keywords = "host=h port=5432 dbname=db user=ann password=secret";
+        let described = Database::parse(keywords).unwrap().describe();
+        assert_eq!(described, "PostgreSQL h:5432/db");
+        let described = Database::parse("/tmp/x.db").unwrap().describe();
+        assert_eq!(described, "SQLite file /tmp/x.db");
     }
 
     #[test]
