@@ -212,6 +212,7 @@ macro_rules! api_tests {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[cfg_attr(not(postgres_tests), ignore = "needs TEST_POSTGRES_URL (a PostgreSQL server)")]
             async fn postgres() {
                 match TestApp::spawn(Backend::Postgres).await {
                     Some(app) => super::$name(app).await,
@@ -235,6 +236,7 @@ macro_rules! backend_tests {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[cfg_attr(not(postgres_tests), ignore = "needs TEST_POSTGRES_URL (a PostgreSQL server)")]
             async fn postgres() {
                 if std::env::var("TEST_POSTGRES_URL").is_ok() {
                     super::$name(Backend::Postgres).await;
@@ -273,6 +275,7 @@ macro_rules! sync_backend_tests {
             }
 
             #[test]
+            #[cfg_attr(not(postgres_tests), ignore = "needs TEST_POSTGRES_URL (a PostgreSQL server)")]
             fn postgres() {
                 if std::env::var("TEST_POSTGRES_URL").is_ok() {
                     super::$name(Backend::Postgres);

@@ -245,6 +245,10 @@ impl Freezer {
 /// `DB_ANSWER_TIMEOUT_MS` (2 s; 2.5 s allowed here), and the same server serves again once the
 /// database answers. PostgreSQL only (a SQLite file cannot freeze).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(postgres_tests),
+    ignore = "needs TEST_POSTGRES_URL (a PostgreSQL server)"
+)]
 async fn a_database_that_stops_answering_gets_503_within_the_deadline() {
     let Ok(admin) = std::env::var("TEST_POSTGRES_URL") else {
         eprintln!("TEST_POSTGRES_URL not set: skipped");

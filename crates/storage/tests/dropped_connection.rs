@@ -58,6 +58,10 @@ fn store_and_admin(pool_size: u32) -> Option<(Store, DbConnection)> {
 }
 
 #[test]
+#[cfg_attr(
+    not(postgres_tests),
+    ignore = "needs TEST_POSTGRES_URL (a PostgreSQL server)"
+)]
 fn reads_and_writes_go_on_after_the_database_drops_a_pooled_session() {
     let Some((store, mut admin)) = store_and_admin(1) else {
         return;
@@ -78,6 +82,10 @@ fn reads_and_writes_go_on_after_the_database_drops_a_pooled_session() {
 
 /// A restart drops every session: the second try does not take another dead one from the pool.
 #[test]
+#[cfg_attr(
+    not(postgres_tests),
+    ignore = "needs TEST_POSTGRES_URL (a PostgreSQL server)"
+)]
 fn a_read_goes_on_after_the_database_drops_every_pooled_session() {
     let Some((store, mut admin)) = store_and_admin(3) else {
         return;

@@ -20,6 +20,10 @@ fn setting(conn: &mut storage::DbConnection, name: &str) -> String {
 /// Prepared statements keep one generic plan: under the default a statement with a bound LIMIT
 /// (every list page) is planned again on every execution.
 #[test]
+#[cfg_attr(
+    not(postgres_tests),
+    ignore = "needs TEST_POSTGRES_URL (a PostgreSQL server)"
+)]
 fn connections_keep_generic_plans_and_bounded_statements() {
     let Ok(url) = std::env::var("TEST_POSTGRES_URL") else {
         return;
@@ -37,6 +41,10 @@ fn connections_keep_generic_plans_and_bounded_statements() {
 /// behind until PostgreSQL notices): the migration waits it out instead of failing, and
 /// applies once the lock is gone.
 #[test]
+#[cfg_attr(
+    not(postgres_tests),
+    ignore = "needs TEST_POSTGRES_URL (a PostgreSQL server)"
+)]
 fn migrations_outlast_a_lock_held_by_another_session() {
     let admin = std::env::var("TEST_POSTGRES_URL").ok();
     let Some(db) =

@@ -151,6 +151,10 @@ fn writes_into_replaced_files_are_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    not(postgres_tests),
+    ignore = "needs TEST_POSTGRES_URL (a PostgreSQL server)"
+)]
 fn a_dead_postgres_connection_is_replaced_before_the_write_begins() {
     let Ok(admin) = std::env::var("TEST_POSTGRES_URL") else {
         return;

@@ -39,6 +39,7 @@ mod harness {
                 }
 
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(not(postgres_tests), ignore = "needs TEST_POSTGRES_URL (a PostgreSQL server)")]
                 async fn postgres() {
                     match crate::start(Backend::Postgres, ADJUST).await {
                         Some(server) => super::$name(server).await,
