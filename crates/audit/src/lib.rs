@@ -4,7 +4,7 @@ pub mod repo;
 pub mod schema;
 
 use ownership::Actor;
-use problem_details::{FieldError, FieldErrorCode, Problem, ToProblem};
+use problem_details::{FieldError, Problem, ToProblem};
 
 pub use repo::{PAGE_MAX, Query};
 
@@ -37,40 +37,18 @@ impl Query {
         limit: Option<&str>,
         user_id: Option<&str>,
     ) -> Result<Query, Error> {
-        let mut errors = Vec::new();
-        let mut int = |name: &str, raw: Option<&str>, range: std::ops::RangeInclusive<i64>| {
-            match pagination::parse_int(name, raw) {
-                Ok(Some(v)) if !range.contains(&v) => {
-                    errors.push(FieldError::new(
-                        name,
-                        FieldErrorCode::OutOfRange,
-                        format!(
-                            "{name} must be between {} and {}",
-                            range.start(),
-                            range.end()
-                        ),
-                    ));
-                    None
-                }
-                Ok(v) => v,
-                Err(e) => {
-                    errors.push(e);
-                    None
-                }
-            }
-        };
-        let before = int("before", before, 1..=i64::MAX);
-        let limit = int("limit", limit, 1..=PAGE_MAX).unwrap_or(PAGE_DEFAULT);
-        let user_id = int("user_id", user_id, i64::MIN..=i64::MAX);
-        if errors.is_empty() {
-            Ok(Query {
+        use pagination::{Params, parse_in};
+        let mut params = Params::new();
+        let before = params.optional(parse_in("before", before, 1..=i64::MAX));
+        let limit = params.take(parse_in("limit", limit, 1..=PAGE_MAX), PAGE_DEFAULT);
+        let user_id = params.optional(pagination::parse_int("user_id", user_id));
+        params
+            .finish(Query {
                 before,
                 limit,
                 user_id,
             })
-        } else {
-            Err(Error::Validation(errors))
-        }
+            .map_err(Error::Validation)
     }
 }
 
@@ -125,6 +103,7 @@ pub fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use problem_details::FieldErrorCode;
 
     #[test]
     fn a_query_defaults_and_reports_every_bad_value() {

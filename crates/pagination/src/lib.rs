@@ -37,45 +37,69 @@ pub fn parse_int(name: &str, raw: Option<&str>) -> Result<Option<i64>, FieldErro
     }
 }
 
+/// Parses one integer query value that must lie in `range`: `Ok(None)` when absent; an error
+/// naming `name` when the text is not an integer (`invalid`) or is out of range
+/// (`out_of_range`: "must be between a and b", or "must be at least a" when unbounded above).
+pub fn parse_in(
+    name: &str,
+    raw: Option<&str>,
+    range: std::ops::RangeInclusive<i64>,
+) -> Result<Option<i64>, FieldError> {
+    match parse_int(name, raw)? {
+        Some(v) if !range.contains(&v) => Err(FieldError::new(
+            name,
+            FieldErrorCode::OutOfRange,
+            match *range.end() {
+                i64::MAX => format!("{name} must be at least {}", range.start()),
+                end => format!("{name} must be between {} and {end}", range.start()),
+            },
+        )),
+        v => Ok(v),
+    }
+}
+
+/// Reports every invalid value of a query at once: each `parse_in` result goes in, its value
+/// (or `default` when absent or invalid) comes out, and `finish` says whether any failed.
+#[derive(Debug, Default)]
+pub struct Params {
+    errors: Vec<FieldError>,
+}
+
+impl Params {
+    pub fn new() -> Self {
+        Params::default()
+    }
+
+    /// The value of `parsed`, else `default` (and an invalid one is remembered).
+    pub fn take(&mut self, parsed: Result<Option<i64>, FieldError>, default: i64) -> i64 {
+        self.optional(parsed).unwrap_or(default)
+    }
+
+    /// [`Params::take`] for a value without a default.
+    pub fn optional(&mut self, parsed: Result<Option<i64>, FieldError>) -> Option<i64> {
+        parsed.unwrap_or_else(|e| {
+            self.errors.push(e);
+            None
+        })
+    }
+
+    /// `Ok(value)` when every value was valid, else every error.
+    pub fn finish<T>(self, value: T) -> Result<T, Vec<FieldError>> {
+        if self.errors.is_empty() {
+            Ok(value)
+        } else {
+            Err(self.errors)
+        }
+    }
+}
+
 impl Page {
     /// Strict rules: out-of-range and non-integer values are errors (all of them reported).
     pub fn strict(limit: Option<&str>, offset: Option<&str>) -> Result<Page, Vec<FieldError>> {
-        let mut errors = Vec::new();
-        let limit = match parse_int("limit", limit) {
-            Ok(Some(l)) if !(1..=MAX_LIMIT).contains(&l) => {
-                errors.push(FieldError::new(
-                    "limit",
-                    FieldErrorCode::OutOfRange,
-                    format!("limit must be between 1 and {MAX_LIMIT}"),
-                ));
-                DEFAULT_LIMIT
-            }
-            Ok(l) => l.unwrap_or(DEFAULT_LIMIT),
-            Err(e) => {
-                errors.push(e);
-                DEFAULT_LIMIT
-            }
-        };
-        let offset = match parse_int("offset", offset) {
-            Ok(Some(o)) if o < 0 => {
-                errors.push(FieldError::new(
-                    "offset",
-                    FieldErrorCode::OutOfRange,
-                    "offset must be at least 0",
-                ));
-                0
-            }
-            Ok(o) => o.unwrap_or(0),
-            Err(e) => {
-                errors.push(e);
-                0
-            }
-        };
-        if errors.is_empty() {
-            Ok(Page { limit, offset })
-        } else {
-            Err(errors)
-        }
+        let mut params = Params::new();
+        let limit = params.take(parse_in("limit", limit, 1..=MAX_LIMIT), DEFAULT_LIMIT);
+        let offset = params.take(parse_in("offset", offset, 0..=i64::MAX), 0);
+        params.finish(Page { limit, offset })
     }
 
     /// Clamping rules: non-integers are errors; integers are clamped into range.

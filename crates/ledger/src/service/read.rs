@@ -45,47 +45,18 @@ pub struct EventsPage {
 
 impl EventsPage {
     pub fn parse(after_sequence: Option<&str>, limit: Option<&str>) -> Result<Self, Error> {
-        use problem_details::{FieldError, FieldErrorCode};
-        let mut errors = Vec::new();
-        let after = match pagination::parse_int("after_sequence", after_sequence) {
-            Ok(Some(a)) if a < 0 => {
-                errors.push(FieldError::new(
-                    "after_sequence",
-                    FieldErrorCode::OutOfRange,
-                    "after_sequence must be at least 0",
-                ));
-                0
-            }
-            Ok(a) => a.unwrap_or(0),
-            Err(e) => {
-                errors.push(e);
-                0
-            }
-        };
+        use pagination::{Params, parse_in};
         let max = crate::EVENTS_LIMIT_MAX;
-        let limit = match pagination::parse_int("limit", limit) {
-            Ok(Some(l)) if !(1..=max).contains(&l) => {
-                errors.push(FieldError::new(
-                    "limit",
-                    FieldErrorCode::OutOfRange,
-                    format!("limit must be between 1 and {max}"),
-                ));
-                max
-            }
-            Ok(l) => l.unwrap_or(max),
-            Err(e) => {
-                errors.push(e);
-                max
-            }
-        };
-        if errors.is_empty() {
-            Ok(EventsPage {
-                after_sequence: after,
+        let mut params = Params::new();
+        let after_sequence =
+            params.take(parse_in("after_sequence", after_sequence, 0..=i64::MAX), 0);
+        let limit = params.take(parse_in("limit", limit, 1..=max), max);
+        params
+            .finish(EventsPage {
+                after_sequence,
                 limit,
             })
-        } else {
-            Err(Error::Validation(errors))
-        }
+            .map_err(Error::Validation)
     }
 }
 
