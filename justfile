@@ -6,8 +6,9 @@ export CARGO_TARGET_DIR := env_var_or_default("CARGO_TARGET_DIR", "target")
 run:
     cargo run --release -p server
 
-# Every test, on SQLite (and PostgreSQL too when TEST_POSTGRES_URL is set): the workspace, then
-# the MCP gateway's own workspace (test-mcp). The same commands as the test steps of .ci/run.
+# The workspace, then the MCP gateway's own workspace (test-mcp): the test steps of .ci/run.
+# `just --list` shows only the comment line right above a recipe, so that line says it whole.
+# Every test, on SQLite (and on PostgreSQL too when TEST_POSTGRES_URL is set).
 test: && test-mcp
     cargo test --workspace --locked
 
@@ -36,8 +37,8 @@ fuzz-api:
 bench:
     bash scripts/bench.sh
 
-# The MCP gateway's own tests (it is a separate workspace) against a debug build of the server,
-# as .ci/run runs them. SERVER_BIN is absolute: the tests run in crates/tool-gateway.
+# SERVER_BIN is absolute: the tests run in crates/tool-gateway.
+# The MCP gateway's own tests (a separate workspace) against a debug server, as .ci/run runs them.
 test-mcp:
     cargo build -p server --locked
     SERVER_BIN="$(cd "$CARGO_TARGET_DIR" && pwd)/debug/server" cargo test --manifest-path crates/tool-gateway/Cargo.toml --locked
@@ -62,8 +63,8 @@ stripe-diff:
 fuzz-webhook runs="200000":
     bash scripts/fuzz-webhook.sh {{runs}}
 
-# The ledger concurrency proof at 10x the test suite's size: 32 writers x 2,000 appends to one
-# account through HTTP, on SQLite and PostgreSQL.
+# 32 writers x 2,000 appends to one account through HTTP, on SQLite and PostgreSQL.
+# The ledger concurrency proof at 10x the test suite's size.
 stress:
     LEDGER_STRESS_APPENDS=2000 TEST_POSTGRES_URL=${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test} cargo test -p api-tests --test api -- --nocapture concurrent_appends_are_gapless
 
@@ -71,14 +72,16 @@ stress:
 crash-test:
     bash scripts/crash-test.sh
 
-# Fault injection: SIGKILL/SIGTERM, replaced and immutable SQLite files, a full disk, a PostgreSQL
-# outage, terminated sessions and a table lock, each under mixed writes (needs root for some).
+# SIGKILL/SIGTERM, replaced and immutable SQLite files, a full disk, a PostgreSQL outage,
+# terminated sessions and a table lock, each under mixed writes (needs root for some).
+# Fault injection under mixed writes: kills, damaged files, a full disk, outages, locks.
 faults:
     bash scripts/faults.sh
 
-# Hostile traffic (decompression bomb, slow bodies, page amplification, unauthenticated V1 flood,
-# forwarded-for rotation, 15,000 clients, non-JSON POSTs, encoded V1 paths) on SQLite and
-# PostgreSQL: statuses, rows written, descriptors and the server's peak memory (< 128 MiB).
+# Decompression bomb, slow bodies, page amplification, unauthenticated V1 flood, forwarded-for
+# rotation, 15,000 clients, non-JSON POSTs, encoded V1 paths, pipelining without reading,
+# chunked framing: statuses, rows written, descriptors, the server's peak memory (< 128 MiB).
+# Hostile traffic on SQLite and PostgreSQL, each attack against a fresh server.
 hostile *ARGS:
     bash scripts/hostile.sh {{ARGS}}
 
@@ -90,8 +93,8 @@ scale-test *ARGS:
 bench-ledger *ARGS:
     bash scripts/bench-ledger.sh {{ARGS}}
 
-# Copy every table from FROM (sqlite://...) into the empty database TO (postgres://...) and
-# verify the copy; all or nothing.
+# All or nothing: the copy is verified before it commits.
+# Copy every table from FROM (sqlite://...) into the empty database TO (postgres://...).
 migrate-data FROM TO:
     cargo run --release -p server -- migrate-data --from {{quote(FROM)}} --to {{quote(TO)}}
 
