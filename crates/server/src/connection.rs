@@ -58,7 +58,6 @@ struct Limit {
     until: u64,
     /// The body's reader, woken when the limit is reached.
     waker: Option<Waker>,
-    exceeded: bool,
 }
 
 impl Shared {
@@ -75,16 +74,23 @@ impl Shared {
         self.budget.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Whether the connection has read past `limit`; once it has, it is cut for good.
+    fn passed(&self, limit: &Limit) -> bool {
+        let passed =
+            self.cut.load(Ordering::Relaxed) || self.read.load(Ordering::Relaxed) >= limit.until;
+        if passed {
+            self.cut.store(true, Ordering::Relaxed);
+        }
+        passed
+    }
+
     /// Whether reading may go on under the current body's limit; wakes its reader when not.
     fn may_read(&self) -> bool {
         if self.cut.load(Ordering::Relaxed) {
             return false;
         }
-        let mut budget = self.budget();
-        match budget.as_mut() {
-            Some(limit) if self.read.load(Ordering::Relaxed) >= limit.until => {
-                limit.exceeded = true;
-                self.cut.store(true, Ordering::Relaxed);
+        match self.budget().as_mut() {
+            Some(limit) if self.passed(limit) => {
                 if let Some(waker) = limit.waker.take() {
                     waker.wake();
                 }
@@ -118,7 +124,6 @@ impl Shared {
         *self.budget() = Some(Limit {
             until: self.read.load(Ordering::Relaxed).saturating_add(bytes),
             waker: None,
-            exceeded: false,
         });
         Budget {
             shared: self.clone(),
@@ -136,13 +141,8 @@ impl Budget {
     /// `true` once the connection has read past the limit; otherwise remembers `cx` to be woken
     /// when it does (the framing bytes that pass it yield no body data to wake the reader).
     pub fn exceeded(&self, cx: &Context<'_>) -> bool {
-        let read = self.shared.read.load(Ordering::Relaxed);
-        let mut budget = self.shared.budget();
-        match budget.as_mut() {
-            Some(limit) if limit.exceeded || read >= limit.until => {
-                self.shared.cut.store(true, Ordering::Relaxed);
-                true
-            }
+        match self.shared.budget().as_mut() {
+            Some(limit) if self.shared.passed(limit) => true,
             Some(limit) => {
                 limit.waker = Some(cx.waker().clone());
                 false
