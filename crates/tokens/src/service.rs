@@ -21,12 +21,14 @@ pub fn create_user(conn: &mut DbConnection, input: &NewUser) -> Result<User, Err
 }
 
 /// Ownership first, so nobody can probe which user ids exist: the acting user must be the
-/// path user (`Forbidden`), then the user must exist (`UserNotFound`).
+/// path user (`Forbidden`), then the user must exist (`UserNotFound`). The user's row stays
+/// locked to the end of the write's transaction, so what is counted for the user (active
+/// tokens) cannot change before the write it allows.
 fn authorize(conn: &mut DbConnection, actor: i64, user_id: i64) -> Result<(), Error> {
     if actor != user_id {
         return Err(Error::Forbidden);
     }
-    repo::users::ensure_exists(conn, user_id)
+    repo::users::lock(conn, user_id)
 }
 
 /// Issues a token; the body is validated only after the ownership and user checks, so an
@@ -41,10 +43,7 @@ pub fn issue(
     body: &[u8],
     policy: Policy,
 ) -> Result<Issued, Error> {
-    if actor != user_id {
-        return Err(Error::Forbidden);
-    }
-    repo::users::lock(conn, user_id)?;
+    authorize(conn, actor, user_id)?;
     let request = IssueRequest::from_body(body)?;
     let now = Utc::now();
     let expires_at = request.expires_at(now, policy.lifetime)?;
