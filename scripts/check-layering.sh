@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Domain crates must not depend on the web framework or the OpenAPI layer.
+# The crate layering (docs/ARCHITECTURE.md):
+# - domain crates do not depend on the web framework or the OpenAPI layer, and name neither
+#   nor the environment in their sources;
+# - the HTTP edge (crates/http-edge) depends on the shared mechanisms only, never on a domain
+#   crate or the server, and reads no environment variable: configuration comes in as plain
+#   structs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
 for dir in crates/*/; do
   crate=$(basename "$dir")
-  case "$crate" in server|tool-gateway|client) continue ;; esac
+  case "$crate" in server|tool-gateway|client|http-edge) continue ;; esac
   for framework in actix-web apistos; do
     if cargo tree -p "$crate" -e normal -i "$framework" --locked >/dev/null 2>&1; then
       echo "layering: $crate depends on $framework"; fail=1
@@ -16,5 +21,17 @@ for dir in crates/*/; do
     echo "layering: $crate names the environment or the framework in its sources"; fail=1
   fi
 done
+
+# The edge's own crates: the leaves it may build on.
+edge_may_use="problem-details storage idempotency ownership audit"
+ours=$(ls crates)
+for dep in $(cargo tree -p http-edge -e normal --depth 1 --prefix none --locked | awk 'NR > 1 {print $1}' | sort -u); do
+  if grep -qx "$dep" <<<"$ours" && ! grep -qw "$dep" <<<"$edge_may_use"; then
+    echo "layering: http-edge depends on $dep (it may use: $edge_may_use)"; fail=1
+  fi
+done
+if grep -rqE 'std::env|env!\(|env::var' crates/http-edge/src; then
+  echo "layering: http-edge reads the environment (configuration comes in as plain structs)"; fail=1
+fi
 [ "$fail" = 0 ] && echo "layering ok"
 exit "$fail"

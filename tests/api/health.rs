@@ -28,7 +28,7 @@ async fn unreachable_database_is_503_degraded() {
         service_name: "health-test".to_owned(),
         ..Settings::default()
     };
-    let app = Application::serve(settings, server::db::Db::new(store))
+    let app = Application::serve(settings, http_edge::db::Db::new(store))
         .await
         .unwrap();
     let placeholder = TestDb::create(Backend::Sqlite).unwrap();

@@ -7,9 +7,9 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
+use http_edge::middleware::client::TrustedProxies;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use server::middleware::client::TrustedProxies;
 use server::middleware::token_auth::ApiAuth;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -15,16 +15,17 @@ use apistos::app::{BuildConfig, OpenApiWrapper};
 use serde_json::Value;
 use storage::{Database, Store};
 
-use crate::connection::Paced;
-use crate::db::Db;
-use crate::idempotent::KeyTtl;
 use crate::middleware::deprecation::{self, V1Policy, V1Usage};
-use crate::middleware::limits::{self, ConnectionCounter, Limits};
-use crate::middleware::problems::{self, BodyLimit, ProblemBase, RouteTable};
-use crate::middleware::{self, access_log, headers, path, rate_limit, token_auth};
+use crate::middleware::token_auth;
 use crate::openapi::{self, SPEC_PATH};
 use crate::routes;
 use crate::settings::Settings;
+use http_edge::connection::Paced;
+use http_edge::db::Db;
+use http_edge::idempotent::KeyTtl;
+use http_edge::middleware::limits::{self, ConnectionCounter, Limits};
+use http_edge::middleware::problems::{self, BodyLimit, ProblemBase, RouteTable};
+use http_edge::middleware::{access_log, head, headers, path, rate_limit};
 
 /// Identity of this instance, for `/`, `/health` and the problem documents.
 #[derive(Debug, Clone)]
@@ -318,7 +319,7 @@ impl Shared {
         // Innermost first: a request passes them bottom-up (see docs/ARCHITECTURE.md).
         app.configure(routes)
             .default_service(web::to(problems::no_route))
-            .wrap(from_fn(middleware::head::as_get))
+            .wrap(from_fn(head::as_get))
             .wrap(from_fn(deprecation::count))
             .wrap(from_fn(token_auth::guard))
             .wrap(from_fn(rate_limit::limit))

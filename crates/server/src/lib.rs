@@ -1,13 +1,6 @@
 //! The HTTP service: actix-web wiring around the domain crates. Start with [`Application`].
 
 pub mod app;
-pub mod conditional;
-pub mod connection;
-pub mod db;
-pub mod error;
-pub mod extract;
-pub mod idempotent;
-pub mod links;
 pub mod middleware;
 pub mod openapi;
 pub mod progress;

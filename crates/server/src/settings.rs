@@ -5,7 +5,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::middleware::client::TrustedProxies;
+use http_edge::middleware::client::TrustedProxies;
 
 /// A secret value: printed as `***` by Debug and Display so it never reaches a log line.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -109,7 +109,7 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/service.db";
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_SERVICE_NAME: &str = "notes-service";
 pub const DEFAULT_API_KEY_HEADER: &str = "X-API-Key";
-pub const DEFAULT_MAX_BODY_BYTES: usize = 1_048_576;
+pub use http_edge::middleware::limits::DEFAULT_MAX_BODY_BYTES;
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 64;
 /// The shortest `WEBHOOK_SECRET`, API key or `JWT_SECRET` accepted: 32 bytes (256 bits, the

@@ -21,8 +21,8 @@ use storage::timestamp::now_rfc3339;
 use versioned_notes::tally::Tally;
 use versioned_notes::{DeprecationForm, caller};
 
-use crate::middleware::client::TrustedProxies;
-use crate::middleware::token_auth::actor_in;
+use http_edge::actor::actor_in;
+use http_edge::middleware::client::TrustedProxies;
 
 /// What the layers need from the settings.
 #[derive(Debug, Clone, Copy)]

@@ -18,21 +18,20 @@
 //! request's extensions) for the layers and handlers inside it; what a user may do with what
 //! another user owns is decided by the domain crates (crates/ownership).
 
+use actix_web::HttpMessage;
 use actix_web::body::{BoxBody, MessageBody};
-use actix_web::dev::Extensions;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
 use actix_web::http::header::{HeaderValue, WWW_AUTHENTICATE};
 use actix_web::middleware::Next;
 use actix_web::web::Data;
-use actix_web::{HttpMessage, HttpRequest};
 use ownership::Actor;
 use problem_details::{Problem, Slug};
 
-use crate::db::Db;
-use crate::error::ApiError;
-use crate::middleware::problems::RouteTable;
 use crate::routes::examples::ExampleAuth;
+use http_edge::db::Db;
+use http_edge::error::ApiError;
+use http_edge::middleware::problems::RouteTable;
 
 /// The `API_AUTH` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -50,18 +49,6 @@ impl ApiAuth {
             _ => None,
         }
     }
-}
-
-/// Who the request acts for, as the guard decided (inner layers key on it instead of on
-/// headers the client writes): `Unidentified` when authentication is off or the route is
-/// public.
-pub fn actor(req: &HttpRequest) -> Actor {
-    actor_in(&req.extensions())
-}
-
-/// [`actor`] from a request's extensions.
-pub fn actor_in(extensions: &Extensions) -> Actor {
-    extensions.get::<Actor>().copied().unwrap_or_default()
 }
 
 /// What a route needs in tokens mode.
@@ -182,7 +169,7 @@ pub async fn guard(
             "Creating a user needs the operator key (a key of API_KEYS, in API_KEY_HEADER).";
         return Ok(refuse(req, ApiError::unauthorized(detail, challenge)));
     }
-    let Some(raw) = crate::extract::bearer(req.headers()).map(str::to_owned) else {
+    let Some(raw) = http_edge::extract::bearer(req.headers()).map(str::to_owned) else {
         return Ok(refuse(
             req,
             unauthorized("This route requires a bearer token: Authorization: Bearer <token>."),

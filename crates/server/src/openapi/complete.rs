@@ -4,9 +4,9 @@
 use actix_web::http::Method;
 use serde_json::{Value, json};
 
-use crate::error::{PROBLEM_CONTENT_TYPE, PROBLEM_SCHEMA};
 use crate::middleware::deprecation::is_v1;
 use crate::middleware::token_auth::{Access, ApiAuth, access};
+use http_edge::error::{PROBLEM_CONTENT_TYPE, PROBLEM_SCHEMA};
 
 use super::operations_mut;
 

@@ -4,7 +4,6 @@
 //! [`links`] holds the links between operations; [`complete`] the steps that write what the
 //! generator cannot (storage faults, V1 deprecation, security, the token area's refusals).
 
-pub mod answers;
 mod complete;
 mod links;
 
@@ -16,9 +15,9 @@ use apistos::info::Info;
 use apistos::spec::Spec;
 use serde_json::{Value, json};
 
-use crate::error::{PROBLEM_SCHEMA, problem_schema};
-use crate::middleware::problems::RouteTable;
 use crate::middleware::token_auth::ApiAuth;
+use http_edge::error::{PROBLEM_SCHEMA, problem_schema};
+use http_edge::middleware::problems::RouteTable;
 
 pub use complete::{API_KEY_SCHEME, BEARER_SCHEME};
 use links::LINKS;

@@ -20,12 +20,12 @@ use serde_json::{Map, Value};
 use apistos::schemars;
 
 use super::dto::{PageQuery, TEXT_PATTERN};
-use crate::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged};
-use crate::db::{Db, Wrote};
-use crate::error::ApiError;
-use crate::extract::{JsonObject, RawQuery};
-use crate::idempotent::Retry;
-use crate::links::{Linked, Paged, Paging};
+use http_edge::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged};
+use http_edge::db::{Db, Wrote};
+use http_edge::error::ApiError;
+use http_edge::extract::{JsonObject, RawQuery};
+use http_edge::idempotent::Retry;
+use http_edge::links::{Linked, Paged, Paging};
 
 pub const ACCOUNT_ID_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
 
@@ -200,11 +200,11 @@ impl Responder for CreatedEvent {
             ));
         }
         if self.recorded.replayed {
-            res.insert_header((crate::idempotent::REPLAYED, "true"));
+            res.insert_header((http_edge::idempotent::REPLAYED, "true"));
         }
         res.insert_header((
             actix_web::http::header::ETAG,
-            crate::conditional::sequence_tag(self.recorded.event.sequence),
+            http_edge::conditional::sequence_tag(self.recorded.event.sequence),
         ));
         res.json(AccountEventDto::from(self.recorded.event))
     }
@@ -233,15 +233,15 @@ impl ApiComponent for CreatedEvent {
             content_type,
             description,
         )?;
-        let tag = crate::openapi::answers::header(
+        let tag = http_edge::answers::header(
             "The account's ETag as of this event (`\"N\"`, the event's sequence): the If-Match \
              of a next append that must follow this one.",
             true,
             serde_json::json!({"type": "string"}),
             v,
         );
-        Some(crate::openapi::answers::with_header(
-            crate::idempotent::with_replayed_header(created, v),
+        Some(http_edge::answers::with_header(
+            http_edge::idempotent::with_replayed_header(created, v),
             "ETag",
             &tag,
         ))

@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 use apistos::schemars;
 
 use super::dto::{ClampedPageQuery, TEXT_PATTERN};
-use crate::db::Db;
-use crate::error::ApiError;
-use crate::extract::{JsonObject, RawQuery};
-use crate::idempotent::{Created, Retry};
-use crate::links::{Linked, Paged, Paging};
+use http_edge::db::Db;
+use http_edge::error::ApiError;
+use http_edge::extract::{JsonObject, RawQuery};
+use http_edge::idempotent::{Created, Retry};
+use http_edge::links::{Linked, Paged, Paging};
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -44,7 +44,7 @@ impl From<Article> for ArticleDto {
 }
 
 /// Articles are read in pages only: no URL of their own.
-impl crate::idempotent::Addressable for ArticleDto {
+impl http_edge::idempotent::Addressable for ArticleDto {
     fn id_segment(&self) -> Option<String> {
         None
     }

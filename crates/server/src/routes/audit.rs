@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use apistos::schemars;
 
-use crate::db::Db;
-use crate::error::ApiError;
-use crate::extract::RawQuery;
+use http_edge::db::Db;
+use http_edge::error::ApiError;
+use http_edge::extract::RawQuery;
 
 /// One successful write.
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]

@@ -12,12 +12,12 @@ use apistos::schemars;
 
 use super::dto::PageQuery;
 use super::notes::NotePath;
-use crate::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged, Updated};
-use crate::db::Db;
-use crate::error::ApiError;
-use crate::extract::{JsonObject, RawQuery};
-use crate::idempotent::{Created, Retry};
-use crate::links::Linked;
+use http_edge::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged, Updated};
+use http_edge::db::Db;
+use http_edge::error::ApiError;
+use http_edge::extract::{JsonObject, RawQuery};
+use http_edge::idempotent::{Created, Retry};
+use http_edge::links::Linked;
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -37,7 +37,7 @@ impl From<Comment> for CommentDto {
     }
 }
 
-impl crate::idempotent::Addressable for CommentDto {
+impl http_edge::idempotent::Addressable for CommentDto {
     fn id_segment(&self) -> Option<String> {
         Some(self.id.to_string())
     }

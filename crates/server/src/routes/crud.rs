@@ -30,12 +30,12 @@ macro_rules! crud_routes {
             use actix_web::web::Path;
             use apistos::actix::NoContent;
             use apistos::api_operation;
-            use $crate::db::Db;
-            use $crate::error::ApiError;
-            use $crate::idempotent::{Created, Retry};
-            use $crate::links::Linked;
-            use $crate::conditional::{IfMatch, IfNoneMatchParam, Tagged, Updated};
-            use $crate::extract::{JsonObject, RawQuery};
+            use ::http_edge::db::Db;
+            use ::http_edge::error::ApiError;
+            use ::http_edge::idempotent::{Created, Retry};
+            use ::http_edge::links::Linked;
+            use ::http_edge::conditional::{IfMatch, IfNoneMatchParam, Tagged, Updated};
+            use ::http_edge::extract::{JsonObject, RawQuery};
             use $crate::routes::dto::PageQuery;
             use $ops as ops;
 

@@ -52,9 +52,9 @@ macro_rules! list_dto {
             pub next_offset: Option<i64>,
         }
 
-        impl $crate::links::Paged for $name {
-            fn paging(&self) -> $crate::links::Paging {
-                $crate::links::Paging::Offset {
+        impl ::http_edge::links::Paged for $name {
+            fn paging(&self) -> ::http_edge::links::Paging {
+                ::http_edge::links::Paging::Offset {
                     limit: self.limit,
                     offset: self.offset,
                     next: self.next_offset,

@@ -15,7 +15,7 @@ use serde::Serialize;
 use apistos::schemars;
 
 use crate::AppInfo;
-use crate::db::Db;
+use http_edge::db::Db;
 
 const DB_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use apistos::schemars;
 
 use crate::AppInfo;
-use crate::error::ApiError;
+use http_edge::error::ApiError;
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]

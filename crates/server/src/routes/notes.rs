@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 use apistos::schemars;
 
 use super::dto::PageQuery;
-use crate::conditional::{IfMatch, Precondition};
-use crate::db::Db;
-use crate::error::ApiError;
-use crate::extract::{JsonObject, RawQuery};
-use crate::idempotent::{Created, Retry};
+use http_edge::conditional::{IfMatch, Precondition};
+use http_edge::db::Db;
+use http_edge::error::ApiError;
+use http_edge::extract::{JsonObject, RawQuery};
+use http_edge::idempotent::{Created, Retry};
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -32,7 +32,7 @@ impl From<Note> for NoteDto {
     }
 }
 
-impl crate::idempotent::Addressable for NoteDto {
+impl http_edge::idempotent::Addressable for NoteDto {
     fn id_segment(&self) -> Option<String> {
         Some(self.id.to_string())
     }

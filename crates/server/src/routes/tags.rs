@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 use apistos::schemars;
 
 use super::dto::PageQuery;
-use crate::conditional::{IfMatch, Precondition};
-use crate::db::Db;
-use crate::error::ApiError;
-use crate::extract::{JsonObject, RawQuery};
-use crate::idempotent::{Created, Retry};
+use http_edge::conditional::{IfMatch, Precondition};
+use http_edge::db::Db;
+use http_edge::error::ApiError;
+use http_edge::extract::{JsonObject, RawQuery};
+use http_edge::idempotent::{Created, Retry};
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -30,7 +30,7 @@ impl From<Tag> for TagDto {
     }
 }
 
-impl crate::idempotent::Addressable for TagDto {
+impl http_edge::idempotent::Addressable for TagDto {
     fn id_segment(&self) -> Option<String> {
         Some(self.id.to_string())
     }

@@ -14,13 +14,13 @@ use versioned_notes::{CallerUsage, NoteInput, VersionedNote, repo};
 use apistos::schemars;
 
 use super::dto::{ClampedPageQuery, NO_NUL_PATTERN, TEXT_PATTERN};
-use crate::conditional::{IfNoneMatchParam, Tagged};
-use crate::db::Db;
-use crate::error::ApiError;
-use crate::extract::{JsonObject, RawQuery};
-use crate::idempotent::{Created, Retry};
-use crate::links::Linked;
 use crate::middleware::deprecation::V1Usage;
+use http_edge::conditional::{IfNoneMatchParam, Tagged};
+use http_edge::db::Db;
+use http_edge::error::ApiError;
+use http_edge::extract::{JsonObject, RawQuery};
+use http_edge::idempotent::{Created, Retry};
+use http_edge::links::Linked;
 
 /// A note in the V1 shape: exactly these four members (the body is `content`; no tags, no
 /// `updated_at`).
@@ -46,7 +46,7 @@ impl From<VersionedNote> for NoteV1 {
     }
 }
 
-impl crate::idempotent::Addressable for NoteV1 {
+impl http_edge::idempotent::Addressable for NoteV1 {
     fn id_segment(&self) -> Option<String> {
         Some(self.id.to_string())
     }
@@ -126,7 +126,7 @@ pub struct NoteV2Envelope {
     pub data: NoteV2,
 }
 
-impl crate::idempotent::Addressable for NoteV2Envelope {
+impl http_edge::idempotent::Addressable for NoteV2Envelope {
     fn id_segment(&self) -> Option<String> {
         Some(self.data.id.to_string())
     }

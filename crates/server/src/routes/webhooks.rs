@@ -24,11 +24,11 @@ use webhooks::{Delivery, Intake, Recorder, SIGNATURE_HEADER, WebhookEvent, repo}
 use apistos::schemars;
 
 use super::dto::PageQuery;
-use crate::db::Db;
-use crate::error::ApiError;
-use crate::extract::{RawQuery, read_body};
-use crate::links::Linked;
 use crate::settings::Settings;
+use http_edge::db::Db;
+use http_edge::error::ApiError;
+use http_edge::extract::{RawQuery, read_body};
+use http_edge::links::Linked;
 
 /// The verifier built from the configuration, and the clock.
 pub struct WebhookState {

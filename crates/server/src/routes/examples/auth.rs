@@ -17,8 +17,8 @@ use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
 use credentials::{ApiKeys, Error, Hs256, MIN_SECRET_BYTES};
 use serde_json::{Map, Value};
 
-use crate::error::ApiError;
 use crate::settings::{DEFAULT_API_KEY_HEADER, Settings};
+use http_edge::error::ApiError;
 
 /// What the example routes accept, built once from [`Settings`].
 #[derive(Debug, Clone)]
@@ -66,7 +66,7 @@ impl ExampleAuth {
 
     fn check_bearer(&self, req: &HttpRequest) -> Result<Map<String, Value>, Error> {
         let verifier = self.jwt.as_ref().ok_or(Error::WeakSecret)?;
-        let token = crate::extract::bearer(req.headers()).ok_or(Error::MissingToken)?;
+        let token = http_edge::extract::bearer(req.headers()).ok_or(Error::MissingToken)?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));

@@ -18,7 +18,7 @@ pub use auth::{ApiKeyAuth, BearerClaims, ExampleAuth};
 use super::notes::{NoteBody, NoteDto, NoteList};
 use super::tags::{TagBody, TagDto, TagList};
 use crate::AppInfo;
-use crate::error::ApiError;
+use http_edge::error::ApiError;
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]

@@ -1,6 +1,6 @@
 //! How the OpenAPI document shows the token routes' errors: the refusals this area decides are
 //! `{"error": ...}` bodies (schema `TokenError`), the shared layers' 413 and 415 stay problem
-//! documents. The handlers return [`crate::error::ApiError`] like every other route, so the
+//! documents. The handlers return [`http_edge::error::ApiError`] like every other route, so the
 //! generated responses are problems; [`document_refusals`] rewrites those of the `tokens`
 //! operations once the document is built.
 

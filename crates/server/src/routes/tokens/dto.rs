@@ -54,7 +54,7 @@ impl From<User> for UserDto {
 }
 
 /// No route reads one user: no URL of its own.
-impl crate::idempotent::Addressable for UserDto {
+impl http_edge::idempotent::Addressable for UserDto {
     fn id_segment(&self) -> Option<String> {
         None
     }

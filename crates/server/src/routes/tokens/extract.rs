@@ -8,9 +8,9 @@ use actix_web::dev::Payload;
 use actix_web::web::Path;
 use actix_web::{FromRequest, HttpRequest};
 
-use crate::error::ApiError;
-use crate::extract::{HeaderDoc, RawHeader};
-use crate::middleware::token_auth::actor;
+use http_edge::actor::actor;
+use http_edge::error::ApiError;
+use http_edge::extract::{HeaderDoc, RawHeader};
 use ownership::Actor;
 
 pub const USER_ID_HEADER: &str = "X-User-Id";
@@ -71,7 +71,7 @@ impl FromRequest for ActingUser {
     }
 }
 
-crate::document_as!(ActingUser => RawHeader<ActingUserDoc>);
+http_edge::document_as!(ActingUser => RawHeader<ActingUserDoc>);
 
 /// The raw path segments: `userId` (not numeric → 0, as the specification says) and, on
 /// revoke, `tokenId` (not an integer → no such token). `T` documents them.
@@ -95,4 +95,4 @@ impl<T: 'static> FromRequest for TokenPath<T> {
     }
 }
 
-crate::document_as!(TokenPath<T> => Path<T>, for T);
+http_edge::document_as!(TokenPath<T> => Path<T>, for T);

@@ -11,8 +11,8 @@ use futures_util::stream;
 use tokens::{Token, service};
 
 use super::dto::{TokenDto, TokenListDto};
-use crate::db::Db;
-use crate::links::Linked;
+use http_edge::db::Db;
+use http_edge::links::Linked;
 
 /// Tokens per database read of a streamed list.
 pub const CHUNK: i64 = 256;
@@ -120,4 +120,4 @@ impl Responder for Listing {
 }
 
 // Documented as the page it is the whole of.
-crate::document_as!(Listing => Linked<TokenListDto>);
+http_edge::document_as!(Listing => Linked<TokenListDto>);

@@ -15,11 +15,11 @@ use apistos::web::{ServiceConfig, delete, get, post, resource};
 use pagination::Page;
 use tokens::{Policy, service};
 
-use crate::db::Db;
-use crate::error::ApiError;
-use crate::extract::{RawJson, RawQuery};
-use crate::idempotent::{Created, Retry};
-use crate::links::{Linked, Paging};
+use http_edge::db::Db;
+use http_edge::error::ApiError;
+use http_edge::extract::{RawJson, RawQuery};
+use http_edge::idempotent::{Created, Retry};
+use http_edge::links::{Linked, Paging};
 
 pub use docs::document_refusals;
 pub use dto::*;

@@ -51,6 +51,9 @@ use crate::error::ApiError;
 use crate::middleware::client::client_key;
 use crate::middleware::problems::too_large;
 
+/// The body size limit when none is configured: 1 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1_048_576;
+
 /// The limits, from the settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {

@@ -176,7 +176,7 @@ impl FromRequest for Db {
                 "no database handle in the app data",
             )));
         };
-        let actor = crate::middleware::token_auth::actor(req);
+        let actor = crate::actor::actor(req);
         let reads = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
         let action = (!reads).then(|| {
             Arc::new(audit::Action {

@@ -11,9 +11,7 @@ use ownership::Actor;
 /// The request's actor as the token guard decided it: `user:7/token:12`, `operator`, or `-`
 /// (authentication off, a public route, or refused before the guard passed it).
 pub fn actor(res: &ServiceResponse) -> String {
-    describe(crate::middleware::token_auth::actor_in(
-        &res.request().extensions(),
-    ))
+    describe(crate::actor::actor_in(&res.request().extensions()))
 }
 
 fn describe(actor: Actor) -> String {

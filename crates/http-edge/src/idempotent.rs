@@ -20,11 +20,11 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use storage::DbConnection;
 
+use crate::actor::actor;
+use crate::answers;
 use crate::db::{Db, Wrote};
 use crate::error::ApiError;
 use crate::extract::HeaderDoc;
-use crate::middleware::token_auth::actor;
-use crate::openapi::answers;
 use ownership::Actor;
 
 /// The optional `Idempotency-Key` header of every create.

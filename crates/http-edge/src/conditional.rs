@@ -25,9 +25,9 @@ use problem_details::{Problem, Slug, ToProblem};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::answers;
 use crate::error::ApiError;
 use crate::extract::{HeaderDoc, RawHeader};
-use crate::openapi::answers;
 
 /// The strong entity tag of a representation: its bytes' SHA-256, first 128 bits, quoted.
 pub fn etag(body: &[u8]) -> String {

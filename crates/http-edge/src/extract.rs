@@ -109,7 +109,7 @@ pub fn body_error(message: &str) -> ApiError {
 pub async fn read_body(req: &HttpRequest, payload: &mut Payload) -> Result<web::Bytes, ApiError> {
     let limit = req
         .app_data::<BodyLimit>()
-        .map_or(crate::settings::DEFAULT_MAX_BODY_BYTES, |l| l.0);
+        .map_or(crate::middleware::limits::DEFAULT_MAX_BODY_BYTES, |l| l.0);
     let declared = req
         .headers()
         .get(CONTENT_LENGTH)

@@ -12,7 +12,7 @@ use actix_web::web::Json;
 use actix_web::{HttpRequest, HttpResponse, Responder};
 use serde::Serialize;
 
-use crate::openapi::answers;
+use crate::answers;
 
 /// Where a page sits in its list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
