@@ -2,6 +2,7 @@
 # The crate layering (docs/ARCHITECTURE.md):
 # - domain crates do not depend on the web framework or the OpenAPI layer, and name neither
 #   nor the environment in their sources;
+# - each domain crate builds without its `db` feature, and then compiles no database library;
 # - the HTTP edge (crates/http-edge) depends on the shared mechanisms only, never on a domain
 #   crate or the server, and reads no environment variable: configuration comes in as plain
 #   structs.
@@ -12,7 +13,7 @@ for dir in crates/*/; do
   crate=$(basename "$dir")
   case "$crate" in server|tool-gateway|client|http-edge) continue ;; esac
   for framework in actix-web apistos; do
-    if cargo tree -p "$crate" -e normal -i "$framework" --locked >/dev/null 2>&1; then
+    if cargo tree -p "$crate" -e normal -i "$framework" --locked 2>/dev/null | grep -q .; then
       echo "layering: $crate depends on $framework"; fail=1
     fi
   done
@@ -33,5 +34,15 @@ done
 if grep -rqE 'std::env|env!\(|env::var' crates/http-edge/src; then
   echo "layering: http-edge reads the environment (configuration comes in as plain structs)"; fail=1
 fi
+
+# Each domain crate without its `db` feature: its model and rules, and no database library.
+for crate in notes articles versioned-notes tokens ledger webhooks idempotency; do
+  for engine in libsqlite3-sys pq-sys diesel; do
+    # An absent package is an error, or "nothing to print" on stderr: either way no output.
+    if cargo tree -p "$crate" --no-default-features -e normal -i "$engine" --locked 2>/dev/null | grep -q .; then
+      echo "layering: $crate without default features still depends on $engine"; fail=1
+    fi
+  done
+done
 [ "$fail" = 0 ] && echo "layering ok"
 exit "$fail"

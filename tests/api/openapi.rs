@@ -3,7 +3,7 @@ use serde_json::{Value, json};
 
 use crate::api_tests;
 use crate::helpers::{Backend, TestApp, json};
-use server::middleware::token_auth::ApiAuth;
+use server::auth::ApiAuth;
 
 api_tests!(
     served_document_is_the_generated_one,

@@ -7,7 +7,7 @@
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 use server::Secret;
-use server::middleware::token_auth::ApiAuth;
+use server::auth::ApiAuth;
 use storage::diesel::connection::SimpleConnection;
 
 use crate::helpers::{Backend, TestApp, TestDb, json, problem, test_settings};

@@ -10,7 +10,7 @@ use std::time::Duration;
 use http_edge::middleware::client::TrustedProxies;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use server::middleware::token_auth::ApiAuth;
+use server::auth::ApiAuth;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

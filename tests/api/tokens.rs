@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 use server::Secret;
-use server::middleware::token_auth::ApiAuth;
+use server::auth::ApiAuth;
 
 use crate::helpers::{Backend, TestApp, json, problem};
 use crate::{api_tests, backend_tests};

@@ -212,7 +212,7 @@ async fn every_vector_through_the_endpoint(backend: Backend) {
         let app = TestApp::spawn_with(backend, |s| {
             s.webhook_secret = Some(Secret::new(secret.clone()));
             s.webhook_secret_previous = previous.clone().map(Secret::new);
-            s.webhook_fixed_now = Some(now);
+            s.webhook_clock = webhooks::Clock::Fixed(now);
         })
         .await
         .unwrap();

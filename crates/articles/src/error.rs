@@ -4,6 +4,7 @@ use problem_details::{FieldError, Problem, ToProblem};
 pub enum Error {
     #[error("invalid input")]
     Validation(Vec<FieldError>),
+    #[cfg(feature = "db")]
     #[error("storage failure")]
     Storage(#[from] diesel::result::Error),
 }
@@ -12,6 +13,7 @@ impl ToProblem for Error {
     fn to_problem(&self) -> Problem {
         match self {
             Error::Validation(errors) => Problem::validation(errors.clone()),
+            #[cfg(feature = "db")]
             Error::Storage(_) => Problem::internal(),
         }
     }

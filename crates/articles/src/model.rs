@@ -8,7 +8,8 @@ pub const ARTICLE_AUTHOR_MAX: usize = 200;
 pub const ARTICLE_CATEGORY_MAX: usize = 100;
 
 /// Fields in table order: the repository selects `all_columns` into it.
-#[derive(Debug, Clone, PartialEq, Eq, diesel::Queryable)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "db", derive(diesel::Queryable))]
 pub struct Article {
     /// The ordering key of both list routes (descending).
     pub id: i64,

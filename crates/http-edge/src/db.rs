@@ -4,7 +4,7 @@
 //!
 //! A handler extracts `Db` itself: the app's handle bound to the request, so it knows who asks
 //! ([`Db::actor`], for the ownership rules) and every write it makes records its audit row
-//! (crates/audit) in the write's own transaction. The app-level handle (`Data<Db>`, used by
+//! (crates/audit) in the write's own transaction. The app-level handle ([`crate::Edge`]'s, used by
 //! the layers for their own bookkeeping) records nothing.
 
 use std::future::{Ready, ready};
@@ -171,10 +171,9 @@ impl FromRequest for Db {
     type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let Some(db) = req.app_data::<Data<Db>>() else {
-            return ready(Err(ApiError::internal(
-                "no database handle in the app data",
-            )));
+        let db = match crate::Edge::of(req) {
+            Ok(edge) => &edge.db,
+            Err(err) => return ready(Err(err)),
         };
         let actor = crate::actor::actor(req);
         let reads = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
@@ -189,13 +188,13 @@ impl FromRequest for Db {
         ready(Ok(Db {
             actor,
             action,
-            ..db.get_ref().clone()
+            ..db.clone()
         }))
     }
 }
 
 // Documents nothing, as the app data it is read from.
-crate::document_as!(Db => Data<Db>);
+crate::document_as!(Db => Data<crate::Edge>);
 
 /// The operation's own error as its problem (or area D's plain body); a storage failure as
 /// its fault's problem.

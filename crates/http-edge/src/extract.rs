@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::error::ApiError;
 use crate::middleware::limits::{is_deadline, is_json};
-use crate::middleware::problems::{BodyLimit, too_large};
+use crate::middleware::problems::too_large;
 
 /// Documents an extractor in OpenAPI exactly as `$like`: for extractors that read the request
 /// themselves (to answer the spec's errors) but take the same parameters or body as `$like`.
@@ -103,13 +103,11 @@ pub fn body_error(message: &str) -> ApiError {
     )]))
 }
 
-/// Reads the body as sent, within `MAX_BODY_BYTES` ([`BodyLimit`]): 413 as soon as it grows
+/// Reads the body as sent, within `MAX_BODY_BYTES` ([`crate::Edge`]'s limits): 413 as soon as it grows
 /// past the cap (chunked bodies too), 408 when it stops arriving before the request's
 /// deadline. Never decoded: a compressed body was refused before it was read.
 pub async fn read_body(req: &HttpRequest, payload: &mut Payload) -> Result<web::Bytes, ApiError> {
-    let limit = req
-        .app_data::<BodyLimit>()
-        .map_or(crate::middleware::limits::DEFAULT_MAX_BODY_BYTES, |l| l.0);
+    let limit = crate::Edge::of(req)?.limits.max_body_bytes;
     let declared = req
         .headers()
         .get(CONTENT_LENGTH)

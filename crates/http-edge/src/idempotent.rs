@@ -1,4 +1,4 @@
-//! `Idempotency-Key` on every create (crates/idempotency): the [`Retry`] extractor (the key
+//! `Idempotency-Key` on every create (crates/idempotency): the [`KeyedCreate`] extractor (the key
 //! header and who is asking), the write that runs once per key, and the [`Created`] answer,
 //! replayed or not. Keys belong to the caller: the bearer's user in tokens mode, else the
 //! operator, else `X-User-Id`, else everyone unauthenticated together.
@@ -50,15 +50,8 @@ impl HeaderDoc for IdempotencyKeyDoc {
 /// Sent with an answer that repeats the first one to the same key.
 pub const REPLAYED: &str = "Idempotent-Replayed";
 
-/// The mechanism's own errors, outside any operation.
-type Unkeyed = idempotency::Error<idempotency::InvalidKey>;
-
-/// How long keys are kept (`IDEMPOTENCY_TTL_SECS`), in the app data.
-#[derive(Debug, Clone, Copy)]
-pub struct KeyTtl(pub Duration);
-
 /// The `Idempotency-Key` of a create and who sent it.
-pub struct Retry {
+pub struct KeyedCreate {
     key: Option<String>,
     caller: String,
     ttl: Duration,
@@ -72,7 +65,7 @@ pub trait Addressable {
     fn id_segment(&self) -> Option<String>;
 }
 
-impl FromRequest for Retry {
+impl FromRequest for KeyedCreate {
     type Error = ApiError;
     type Future = std::future::Ready<Result<Self, ApiError>>;
 
@@ -81,10 +74,11 @@ impl FromRequest for Retry {
             .headers()
             .get(IdempotencyKeyDoc::NAME)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let ttl = req
-            .app_data::<actix_web::web::Data<KeyTtl>>()
-            .map_or(idempotency::DEFAULT_TTL, |t| t.0);
-        std::future::ready(Ok(Retry {
+        let ttl = match crate::Edge::of(req) {
+            Ok(edge) => edge.key_ttl,
+            Err(err) => return std::future::ready(Err(err)),
+        };
+        std::future::ready(Ok(KeyedCreate {
             key,
             caller: caller(req),
             ttl,
@@ -106,7 +100,7 @@ fn caller(req: &HttpRequest) -> String {
     }
 }
 
-impl Retry {
+impl KeyedCreate {
     /// The key bound to this operation (`scope`) and body, held by this caller (`None` without
     /// the header); invalid keys are 422.
     pub fn caller_key(
@@ -179,21 +173,13 @@ fn made_at(answer: &Answer) -> Wrote {
 
 /// After a concurrent request with the same key committed first: its answer.
 async fn answer_of<T>(db: &Db, key: CallerKey) -> Result<Created<T>, ApiError> {
-    let stored = db
-        .read(move |c| {
-            idempotency::repo::find(c, &key)
-                .map(|s| s.map(|s| (s.fingerprint == key.key.fingerprint(), s.answer)))
-                .map_err(Unkeyed::Storage)
-        })
+    let outcome = db
+        .read(move |c| idempotency::replay::<idempotency::InvalidKey>(c, &key))
         .await?;
-    match stored {
-        Some((true, answer)) => Ok(Created::new(answer, true)),
-        Some((false, _)) => Err(Unkeyed::Reused.into()),
-        None => Err(Unkeyed::InProgress.into()),
-    }
+    Ok(Created::new(outcome.answer, outcome.replayed))
 }
 
-crate::header_component!(Retry, IdempotencyKeyDoc);
+crate::header_component!(KeyedCreate, IdempotencyKeyDoc);
 
 /// 201 with the created resource as JSON; a replayed answer is the first one, byte for byte,
 /// with `Idempotent-Replayed: true`.

@@ -15,8 +15,12 @@ pub mod answers;
 pub mod conditional;
 pub mod connection;
 pub mod db;
+mod edge;
 pub mod error;
 pub mod extract;
 pub mod idempotent;
 pub mod links;
 pub mod middleware;
+pub mod serve;
+
+pub use edge::{Edge, registered};

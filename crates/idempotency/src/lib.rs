@@ -15,12 +15,15 @@
 //! Token issuance does not use this: replaying it would mean storing the raw token.
 
 mod key;
+#[cfg(feature = "db")]
 pub mod repo;
+#[cfg(feature = "db")]
 pub mod schema;
 
 use std::time::Duration;
 
 use problem_details::{FieldError, FieldErrorCode, Problem, Slug, ToProblem};
+#[cfg(feature = "db")]
 use storage::DbConnection;
 
 pub use key::{InvalidKey, KEY_MAX, Key};
@@ -55,6 +58,7 @@ pub enum Error<E> {
     /// other's answer.
     #[error("another request with this Idempotency-Key is under way")]
     InProgress,
+    #[cfg(feature = "db")]
     #[error("idempotency key storage")]
     Storage(#[from] diesel::result::Error),
 }
@@ -73,6 +77,7 @@ impl<E: ToProblem> ToProblem for Error<E> {
                 "Another request with this Idempotency-Key is under way; retry with the same \
                  key for its answer.",
             ),
+            #[cfg(feature = "db")]
             Error::Storage(_) => Problem::internal(),
         }
     }
@@ -105,6 +110,7 @@ pub struct CallerKey {
     pub not_before: String,
 }
 
+#[cfg(feature = "db")]
 impl CallerKey {
     /// `caller`'s `key`, whose records count for `ttl` from now.
     pub fn new(caller: impl Into<String>, key: Key, ttl: Duration) -> Self {
@@ -123,21 +129,15 @@ pub const ANYONE: &str = "*";
 /// Runs `operation` once per caller's `key`: with a record of this very request, answers as
 /// then (`replayed`) without running it; with a record of another request, [`Error::Reused`];
 /// otherwise runs it and records its answer as made at `now`, in the caller's transaction.
+#[cfg(feature = "db")]
 pub fn once<E>(
     conn: &mut DbConnection,
     key: &CallerKey,
     now: &str,
     operation: impl FnOnce(&mut DbConnection) -> Result<Answer, E>,
 ) -> Result<Outcome, Error<E>> {
-    if let Some(stored) = repo::find(conn, key)? {
-        return if stored.fingerprint == key.key.fingerprint() {
-            Ok(Outcome {
-                answer: stored.answer,
-                replayed: true,
-            })
-        } else {
-            Err(Error::Reused)
-        };
+    if repo::find(conn, key)?.is_some() {
+        return replay(conn, key);
     }
     let answer = operation(conn).map_err(Error::Operation)?;
     match repo::record(conn, &key.caller, &key.key, &answer, now) {
@@ -150,12 +150,30 @@ pub fn once<E>(
     }
 }
 
+/// The first answer to `key`, replayed: what a request gets when another one with its key
+/// committed first (after [`once`] answered [`Error::InProgress`], run on a fresh read).
+/// [`Error::Reused`] when that one was another request; still [`Error::InProgress`] when its
+/// record is not visible yet.
+#[cfg(feature = "db")]
+pub fn replay<E>(conn: &mut DbConnection, key: &CallerKey) -> Result<Outcome, Error<E>> {
+    match repo::find(conn, key)? {
+        Some(stored) if stored.fingerprint == key.key.fingerprint() => Ok(Outcome {
+            answer: stored.answer,
+            replayed: true,
+        }),
+        Some(_) => Err(Error::Reused),
+        None => Err(Error::InProgress),
+    }
+}
+
 /// Deletes expired keys in the background: every [`Pruner::EVERY`] (or every `ttl`, when
 /// shorter), through the store's write path. Stops when dropped.
+#[cfg(feature = "db")]
 pub struct Pruner {
     _stop: std::sync::mpsc::Sender<()>,
 }
 
+#[cfg(feature = "db")]
 impl Pruner {
     pub const EVERY: Duration = Duration::from_secs(300);
 

@@ -27,10 +27,12 @@ pub enum Error {
         sequence: i64,
         reason: String,
     },
+    #[cfg(feature = "db")]
     #[error("storage failure")]
     Storage(#[from] diesel::result::Error),
     /// The storage layer could not run or commit the append's transaction: 503 or 507 by its
     /// fault (the server reads it from the source chain).
+    #[cfg(feature = "db")]
     #[error("storage failure")]
     Store(#[from] storage::StoreError),
 }
@@ -77,7 +79,9 @@ impl ToProblem for Error {
                 Slug::ServiceUnavailable,
                 "The ledger is busy; retry shortly.",
             ),
-            Error::Corrupt { .. } | Error::Storage(_) | Error::Store(_) => Problem::internal(),
+            Error::Corrupt { .. } => Problem::internal(),
+            #[cfg(feature = "db")]
+            Error::Storage(_) | Error::Store(_) => Problem::internal(),
         }
     }
 }

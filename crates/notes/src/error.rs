@@ -14,6 +14,7 @@ pub enum Error {
     DuplicateTagName { name: String },
     #[error(transparent)]
     Denied(#[from] ownership::Denied),
+    #[cfg(feature = "db")]
     #[error("storage failure")]
     Storage(#[from] diesel::result::Error),
 }
@@ -33,6 +34,7 @@ impl ToProblem for Error {
                 format!("A tag named {name:?} already exists."),
             ),
             Error::Denied(denied) => denied.to_problem(),
+            #[cfg(feature = "db")]
             Error::Storage(_) => Problem::internal(),
         }
     }

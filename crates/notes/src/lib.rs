@@ -2,8 +2,11 @@
 
 mod error;
 mod model;
+#[cfg(feature = "db")]
 pub mod repo;
+#[cfg(feature = "db")]
 pub mod schema;
+#[cfg(feature = "db")]
 pub mod seed;
 
 pub use error::Error;

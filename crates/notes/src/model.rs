@@ -9,7 +9,8 @@ pub const TAG_NAME_MAX: usize = 200;
 pub const COMMENT_BODY_MAX: usize = 5_000;
 
 /// Fields in table order: the repository selects `all_columns` into it.
-#[derive(Debug, Clone, PartialEq, Eq, diesel::Queryable)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "db", derive(diesel::Queryable))]
 pub struct Note {
     pub id: i64,
     pub title: String,
@@ -19,7 +20,8 @@ pub struct Note {
 }
 
 /// Fields in table order: the repository selects `all_columns` into it.
-#[derive(Debug, Clone, PartialEq, Eq, diesel::Queryable)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "db", derive(diesel::Queryable))]
 pub struct Tag {
     pub id: i64,
     pub name: String,
@@ -27,7 +29,8 @@ pub struct Tag {
 }
 
 /// Fields in table order: the repository selects `all_columns` into it.
-#[derive(Debug, Clone, PartialEq, Eq, diesel::Queryable)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "db", derive(diesel::Queryable))]
 pub struct Comment {
     pub id: i64,
     pub note_id: i64,

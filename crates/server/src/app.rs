@@ -4,28 +4,27 @@ use std::net::TcpListener;
 use std::sync::Arc;
 
 use actix_cors::Cors;
-use actix_service::{IntoServiceFactory, ServiceFactoryExt};
 use actix_web::HttpResponse;
-use actix_web::dev::Extensions;
 use actix_web::dev::Server;
 use actix_web::middleware::{Condition, Logger, from_fn};
 use actix_web::web::{self, Data};
-use anyhow::Context;
+use anyhow::Context as _;
 use apistos::app::{BuildConfig, OpenApiWrapper};
 use serde_json::Value;
 use storage::{Database, Store};
 
-use crate::middleware::deprecation::{self, V1Policy, V1Usage};
-use crate::middleware::token_auth;
+use crate::auth::{self, Access, Rule, Rules};
+use crate::context::Context;
+use crate::deprecation::{self, V1Policy};
 use crate::openapi::{self, SPEC_PATH};
 use crate::routes;
 use crate::settings::Settings;
-use http_edge::connection::Paced;
+use http_edge::Edge;
 use http_edge::db::Db;
-use http_edge::idempotent::KeyTtl;
-use http_edge::middleware::limits::{self, ConnectionCounter, Limits};
-use http_edge::middleware::problems::{self, BodyLimit, ProblemBase, RouteTable};
+use http_edge::middleware::limits::{self, Limits};
+use http_edge::middleware::problems::{self, ProblemBase};
 use http_edge::middleware::{access_log, head, headers, path, rate_limit};
+use http_edge::serve::Serving;
 
 /// Identity of this instance, for `/`, `/health` and the problem documents.
 #[derive(Debug, Clone)]
@@ -33,20 +32,56 @@ pub struct AppInfo {
     pub service_name: String,
 }
 
+/// A route module: what registers its routes, and who may call them (crate::auth).
+type Area = (
+    fn(&mut apistos::web::ServiceConfig),
+    &'static [&'static [Rule]],
+);
+
+/// Every route module the OpenAPI document describes, each with its access rules: a module
+/// is registered with its rules or not at all.
+const AREAS: &[Area] = &[
+    (routes::meta::configure, &[routes::meta::ACCESS]),
+    (routes::health::configure, &[routes::health::ACCESS]),
+    (routes::notes::configure, &[routes::notes::ACCESS]),
+    (routes::comments::configure, &[routes::comments::ACCESS]),
+    (routes::tags::configure, &[routes::tags::ACCESS]),
+    (routes::accounts::configure, &[routes::accounts::ACCESS]),
+    (routes::tokens::configure, &[routes::tokens::ACCESS]),
+    (routes::articles::configure, &[routes::articles::ACCESS]),
+    (
+        routes::versioned_notes::configure,
+        &[routes::versioned_notes::ACCESS],
+    ),
+    (
+        routes::examples::configure,
+        &[
+            routes::examples::ACCESS,
+            routes::examples::note_handlers::ACCESS,
+            routes::examples::tag_handlers::ACCESS,
+        ],
+    ),
+    (routes::webhooks::configure, &[routes::webhooks::ACCESS]),
+    (routes::audit::configure, &[routes::audit::ACCESS]),
+];
+
+/// The API's description (registered below, outside the documented routes): public.
+const DOCS_ACCESS: &[Rule] = &[
+    Rule::any(SPEC_PATH, Access::Public),
+    Rule::tree("/docs", Access::Public),
+];
+
 /// Every route the OpenAPI document describes.
 pub fn routes(cfg: &mut apistos::web::ServiceConfig) {
-    routes::meta::configure(cfg);
-    routes::health::configure(cfg);
-    routes::notes::configure(cfg);
-    routes::comments::configure(cfg);
-    routes::tags::configure(cfg);
-    routes::accounts::configure(cfg);
-    routes::tokens::configure(cfg);
-    routes::articles::configure(cfg);
-    routes::versioned_notes::configure(cfg);
-    routes::examples::configure(cfg);
-    routes::webhooks::configure(cfg);
-    routes::audit::configure(cfg);
+    for (configure, _) in AREAS {
+        configure(cfg);
+    }
+}
+
+/// Every route's access rule.
+pub fn rules() -> Rules {
+    let areas = AREAS.iter().flat_map(|(_, rules)| rules.iter().copied());
+    Rules::new(areas.chain([DOCS_ACCESS]))
 }
 
 pub struct Application {
@@ -124,51 +159,50 @@ impl Application {
         let port = listener.local_addr()?.port();
         let doc = Arc::new(openapi::generate_for(settings.api_auth).await);
         let db_backend = db.backend();
-        let v1_usage = Data::new(V1Usage::new(db.store().clone()));
-        let db_store = db.store().clone();
-        let shared = Shared {
-            appender: Data::new(ledger::Appender::new(db.store().clone())),
-            recorder: Data::new(webhooks::Recorder::new(db.store().clone())),
-            db: Data::new(db),
-            info: Data::new(AppInfo {
+        let store = db.store().clone();
+        let credentials = auth::Credentials::from_settings(&settings);
+        let context = Context {
+            info: AppInfo {
                 service_name: settings.service_name.clone(),
-            }),
-            problem_base: Data::new(ProblemBase::new(
-                settings.problem_base_url.clone(),
-                settings.trusted_proxies,
-            )),
-            route_table: Data::new(openapi::route_table(&doc)),
-            limiter: settings
-                .rate_limit_per_minute
-                .map(|n| Data::new(rate_limit::RateLimiter::new(n, settings.trusted_proxies))),
-            body_limit: settings.max_body_bytes,
-            limits: Data::new(Limits {
-                max_body_bytes: settings.max_body_bytes,
-                request_timeout: settings.request_timeout,
-            }),
-            v1_usage,
-            v1_policy: Data::new(V1Policy {
+            },
+            appender: ledger::Appender::new(store.clone()),
+            recorder: webhooks::Recorder::new(store.clone()),
+            intake: routes::webhooks::intake(&settings)?,
+            v1: V1Policy {
                 form: settings.deprecation_form,
                 proxies: settings.trusted_proxies,
-            }),
-            webhooks: Data::new(routes::webhooks::WebhookState::from_settings(&settings)?),
-            example_auth: Data::new(routes::examples::ExampleAuth::from_settings(&settings)),
-            cors_origins: settings.cors_origins.clone(),
-            api_auth: Data::new(settings.api_auth),
-            token_policy: Data::new(tokens::Policy {
+            },
+            v1_usage: versioned_notes::UsageRecorder::new(store.clone()),
+            guard: auth::Guard {
+                mode: settings.api_auth,
+                rules: rules(),
+                credentials,
+            },
+            token_policy: tokens::Policy {
                 lifetime: settings.token_lifetime,
                 max_active: settings.token_max_active,
-            }),
-            key_ttl: Data::new(KeyTtl(settings.idempotency_ttl)),
-            _pruner: Arc::new(idempotency::Pruner::start(
-                db_store.clone(),
-                settings.idempotency_ttl,
-            )),
+            },
+            pruner: idempotency::Pruner::start(store, settings.idempotency_ttl),
+        };
+        let edge = Edge {
+            db,
+            limits: Limits {
+                max_body_bytes: settings.max_body_bytes,
+                request_timeout: settings.request_timeout,
+            },
+            problems: ProblemBase::new(settings.problem_base_url.clone(), settings.trusted_proxies),
+            routes: openapi::route_table(&doc),
+            key_ttl: settings.idempotency_ttl,
+            rate_limit: settings
+                .rate_limit_per_minute
+                .map(|n| rate_limit::RateLimiter::new(n, settings.trusted_proxies)),
+        };
+        let shared = Shared {
+            edge: Data::new(edge),
+            context: Data::new(context),
+            cors_origins: settings.cors_origins.clone(),
             doc,
         };
-        // Behind trusted proxies every connection comes from a proxy: no per-address cap.
-        let connections = (settings.trusted_proxies.0 == 0)
-            .then(|| ConnectionCounter::new(settings.max_connections_per_client));
         let workers = settings.workers.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
         });
@@ -177,47 +211,14 @@ impl Application {
         // held (16 threads took the SQLite server to 108 MiB on a 1,000,000-row table, the pool
         // size to 43 MiB; docs/PERFORMANCE.md, "Memory").
         let pool = usize::try_from(pool_size(db_backend)).unwrap_or(usize::MAX);
-        let builder = actix_server::Server::build()
-            .workers(workers)
-            .worker_max_blocking_threads(pool.div_ceil(workers).max(1))
-            .shutdown_timeout(10);
-        let shutdown = builder.graceful_shutdown_signal();
-        let local = listener.local_addr()?;
-        // What actix-web's `HttpServer::listen` assembles, with each socket wrapped in
-        // `connection::Paced` on its way to the HTTP/1 dispatcher.
-        let server = builder
-            .listen("notes-service", listener, move || {
-                let (connections, shutdown) = (connections.clone(), shutdown.clone());
-                let http = actix_http::HttpService::build()
-                    .graceful_shutdown_signal(move || {
-                        let shutdown = shutdown.clone();
-                        async move { shutdown.notified().await }
-                    })
-                    // The head must arrive within 5 s (actix's default, kept explicit); the
-                    // body within REQUEST_TIMEOUT of it (`middleware::limits`).
-                    .client_request_timeout(std::time::Duration::from_secs(5))
-                    .client_disconnect_timeout(std::time::Duration::from_secs(1))
-                    .local_addr(local)
-                    .on_connect_ext(move |io: &Paced, data: &mut Extensions| {
-                        if let Some(counter) = &connections {
-                            limits::on_connect(counter, io.tcp(), data);
-                        }
-                        data.insert(io.shared());
-                    })
-                    .h1(actix_service::map_config(
-                        shared.clone().app().into_factory(),
-                        |_| actix_web::dev::AppConfig::default(),
-                    ));
-                actix_service::fn_service(|io: actix_web::rt::net::TcpStream| {
-                    let peer = io.peer_addr().ok();
-                    std::future::ready(Ok::<_, actix_http::error::DispatchError>((
-                        Paced::new(io),
-                        peer,
-                    )))
-                })
-                .and_then(http)
-            })?
-            .run();
+        let serving = Serving {
+            workers,
+            blocking_threads: pool.div_ceil(workers),
+            // Behind trusted proxies every connection comes from a proxy: no per-address cap.
+            connections_per_client: (settings.trusted_proxies.0 == 0)
+                .then_some(settings.max_connections_per_client),
+        };
+        let server = http_edge::serve::serve(listener, serving, move || shared.clone().app())?;
         Ok(Application { port, server })
     }
 
@@ -235,29 +236,12 @@ impl Application {
     }
 }
 
+/// What every worker's app is built from.
 #[derive(Clone)]
 struct Shared {
-    db: Data<Db>,
-    /// Group commit for ledger appends and webhook deliveries: one each per process, shared by
-    /// every worker.
-    appender: Data<ledger::Appender>,
-    recorder: Data<webhooks::Recorder>,
-    info: Data<AppInfo>,
-    problem_base: Data<ProblemBase>,
-    route_table: Data<RouteTable>,
-    limiter: Option<Data<rate_limit::RateLimiter>>,
-    body_limit: usize,
-    limits: Data<Limits>,
-    v1_policy: Data<V1Policy>,
-    v1_usage: Data<V1Usage>,
-    webhooks: Data<routes::webhooks::WebhookState>,
-    example_auth: Data<routes::examples::ExampleAuth>,
+    edge: Data<Edge>,
+    context: Data<Context>,
     cors_origins: Vec<String>,
-    api_auth: Data<token_auth::ApiAuth>,
-    token_policy: Data<tokens::Policy>,
-    key_ttl: Data<KeyTtl>,
-    /// Deletes expired idempotency keys while the app lives.
-    _pruner: Arc<idempotency::Pruner>,
     doc: Arc<Value>,
 }
 
@@ -295,33 +279,17 @@ impl Shared {
         >,
     > {
         let doc = self.doc;
-        let mut app = actix_web::App::new()
+        let app = actix_web::App::new()
             .document(openapi::spec())
-            .app_data(self.db)
-            .app_data(self.appender)
-            .app_data(self.recorder)
-            .app_data(self.info)
-            .app_data(self.v1_policy)
-            .app_data(self.v1_usage)
-            .app_data(self.webhooks)
-            .app_data(self.example_auth)
-            .app_data(self.problem_base)
-            .app_data(self.route_table)
-            .app_data(self.api_auth)
-            .app_data(self.token_policy)
-            .app_data(self.key_ttl)
-            .app_data(BodyLimit(self.body_limit))
-            .app_data(self.limits)
+            .app_data(self.edge)
+            .app_data(self.context)
             .app_data(web::PathConfig::default().error_handler(problems::path_error));
-        if let Some(limiter) = self.limiter {
-            app = app.app_data(limiter);
-        }
         // Innermost first: a request passes them bottom-up (see docs/ARCHITECTURE.md).
         app.configure(routes)
             .default_service(web::to(problems::no_route))
             .wrap(from_fn(head::as_get))
             .wrap(from_fn(deprecation::count))
-            .wrap(from_fn(token_auth::guard))
+            .wrap(from_fn(auth::guard))
             .wrap(from_fn(rate_limit::limit))
             .wrap(from_fn(limits::enforce))
             .wrap(from_fn(problems::render))

@@ -1,7 +1,9 @@
 //! The HTTP service: actix-web wiring around the domain crates. Start with [`Application`].
 
 pub mod app;
-pub mod middleware;
+pub mod auth;
+pub mod context;
+pub mod deprecation;
 pub mod openapi;
 pub mod progress;
 pub mod routes;

@@ -33,14 +33,6 @@ enum Command {
     /// Insert demo rows in bulk (batched multi-row inserts, a commit every 50 statements); each
     /// run adds to what the tables hold
     Seed(SeedArgs),
-    /// Insert N deterministic demo articles (`seed --articles N`)
-    SeedArticles {
-        /// How many articles to insert
-        count: u64,
-        /// Rows per INSERT statement
-        #[arg(long, default_value_t = articles::service::SEED_BATCH)]
-        batch: usize,
-    },
     /// Copy every table from one database into an empty one (SQLite to PostgreSQL), then
     /// verify row counts, checksums and the ledger replay; all or nothing (exit 1 on failure)
     MigrateData {
@@ -53,7 +45,7 @@ enum Command {
     },
 }
 
-#[derive(clap::Args, Default)]
+#[derive(clap::Args)]
 struct SeedArgs {
     /// Notes ("Demo note N")
     #[arg(long, default_value_t = 0)]
@@ -132,10 +124,10 @@ async fn run() -> anyhow::Result<()> {
             log::info!(
                 "authentication: API_AUTH={}",
                 match settings.api_auth {
-                    server::middleware::token_auth::ApiAuth::Off => {
+                    server::auth::ApiAuth::Off => {
                         "off (no credential is checked but the example routes' and the webhook's)"
                     }
-                    server::middleware::token_auth::ApiAuth::Tokens => {
+                    server::auth::ApiAuth::Tokens => {
                         "tokens (every route but the public ones needs a bearer token or the \
                          operator key)"
                     }
@@ -192,14 +184,6 @@ async fn run() -> anyhow::Result<()> {
             }
         }
         Command::Seed(args) => seed(args).await?,
-        Command::SeedArticles { count, batch } => {
-            let args = SeedArgs {
-                articles: count,
-                batch,
-                ..SeedArgs::default()
-            };
-            seed(args).await?;
-        }
         Command::MigrateData { from, to } => migrate_data(from, to).await?,
     }
     Ok(())

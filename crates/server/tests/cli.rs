@@ -144,7 +144,7 @@ fn migrate_data_copies_into_an_empty_database_once() {
     let dir = tempfile::tempdir().unwrap();
     let from = format!("sqlite://{}/source.db", dir.path().display());
     let seeded = server()
-        .args(["seed-articles", "120"])
+        .args(["seed", "--articles", "120"])
         .env("DATABASE_URL", &from)
         .output()
         .unwrap();

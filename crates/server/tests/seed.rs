@@ -1,4 +1,4 @@
-//! `server seed` (every listed table, in batches, on both backends) and `server seed-articles N`
+//! `server seed` (every listed table, in batches, on both backends) and `server seed --articles N`
 //! (batched, deterministic demo articles).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -8,7 +8,7 @@ fn seed(url: &str, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_server"))
         .env("DATABASE_URL", url)
         .env("RUST_LOG", "warn")
-        .arg("seed-articles")
+        .args(["seed", "--articles"])
         .args(args)
         .output()
         .unwrap()

@@ -24,6 +24,7 @@ pub enum Error {
     Invalid(&'static str),
     #[error("the operating system's random source failed")]
     Entropy,
+    #[cfg(feature = "db")]
     #[error("storage failure")]
     Storage(#[from] diesel::result::Error),
 }
@@ -37,7 +38,9 @@ impl Error {
             Error::UserNotFound { .. } | Error::TokenNotFound => 404,
             Error::AlreadyRevoked { .. } | Error::TooManyActive { .. } => 409,
             Error::InvalidScope | Error::Invalid(_) => 422,
-            Error::Entropy | Error::Storage(_) => 500,
+            Error::Entropy => 500,
+            #[cfg(feature = "db")]
+            Error::Storage(_) => 500,
         }
     }
 
@@ -54,7 +57,9 @@ impl Error {
             }
             Error::InvalidScope => "invalid scope, must be read/write/admin",
             Error::Invalid(message) => message,
-            Error::Entropy | Error::Storage(_) => "internal error",
+            Error::Entropy => "internal error",
+            #[cfg(feature = "db")]
+            Error::Storage(_) => "internal error",
         }
     }
 }
@@ -70,7 +75,9 @@ impl problem_details::ToProblem for Error {
             Error::UserNotFound { .. } | Error::TokenNotFound => Slug::NotFound,
             Error::AlreadyRevoked { .. } | Error::TooManyActive { .. } => Slug::Conflict,
             Error::InvalidScope | Error::Invalid(_) => Slug::ValidationFailed,
-            Error::Entropy | Error::Storage(_) => return Problem::internal(),
+            Error::Entropy => return Problem::internal(),
+            #[cfg(feature = "db")]
+            Error::Storage(_) => return Problem::internal(),
         };
         Problem::new(slug, self.message())
     }

@@ -19,7 +19,8 @@ const EXPIRES_AT: &str =
     "expires_at must be an RFC 3339 time in the future, within the longest token lifetime";
 
 /// Fields in table order: the repository selects `all_columns` into it.
-#[derive(Debug, Clone, PartialEq, Eq, diesel::Queryable)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "db", derive(diesel::Queryable))]
 pub struct User {
     pub id: i64,
     pub name: String,

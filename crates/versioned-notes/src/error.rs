@@ -12,6 +12,7 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    #[cfg(feature = "db")]
     #[error("storage failure")]
     Storage(#[from] diesel::result::Error),
 }
@@ -21,7 +22,9 @@ impl ToProblem for Error {
         match self {
             Error::Validation(errors) => Problem::validation(errors.clone()),
             Error::NotFound { id } => Problem::not_found("Note", id),
-            Error::CorruptTags { .. } | Error::Storage(_) => Problem::internal(),
+            Error::CorruptTags { .. } => Problem::internal(),
+            #[cfg(feature = "db")]
+            Error::Storage(_) => Problem::internal(),
         }
     }
 }

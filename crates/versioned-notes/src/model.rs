@@ -90,7 +90,8 @@ impl NoteInput {
 
 /// How often one caller used V1. Fields in table order: the repository selects `all_columns`
 /// into it.
-#[derive(Debug, Clone, PartialEq, Eq, diesel::Queryable)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "db", derive(diesel::Queryable))]
 pub struct CallerUsage {
     /// `user:<X-User-Id>` or `ip:<client address>`.
     pub caller: String,

@@ -15,10 +15,12 @@ pub enum Error {
     /// text input with NUL.
     #[error("invalid event_type")]
     Validation(Vec<FieldError>),
+    #[cfg(feature = "db")]
     #[error("storage failure")]
     Storage(#[from] diesel::result::Error),
     /// The storage layer could not run or commit the delivery's transaction: 503 or 507 by its
     /// fault (the server reads it from the source chain; the cause goes to the log only).
+    #[cfg(feature = "db")]
     #[error("storage failure")]
     Store(#[from] storage::StoreError),
 }
@@ -29,6 +31,7 @@ impl ToProblem for Error {
             Error::Signature(e) => Problem::new(Slug::InvalidSignature, e.detail()),
             Error::InvalidBody { reason } => Problem::new(Slug::InvalidBody, *reason),
             Error::Validation(errors) => Problem::validation(errors.clone()),
+            #[cfg(feature = "db")]
             Error::Storage(_) | Error::Store(_) => Problem::internal(),
         }
     }
@@ -58,6 +61,7 @@ mod tests {
         assert_eq!(p.detail, "x.");
     }
 
+    #[cfg(feature = "db")]
     #[test]
     fn storage_is_an_opaque_500() {
         let p = Error::Storage(diesel::result::Error::NotFound).to_problem();

@@ -5,8 +5,9 @@ use webhook_verify::Verifier;
 use crate::Error;
 
 /// A stored webhook event (spec 2.11). `payload` is the raw request body text, byte for byte.
-#[derive(Debug, Clone, PartialEq, Eq, diesel::Queryable, diesel::Selectable)]
-#[diesel(table_name = crate::schema::webhook_events)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "db", derive(diesel::Queryable, diesel::Selectable))]
+#[cfg_attr(feature = "db", diesel(table_name = crate::schema::webhook_events))]
 pub struct WebhookEvent {
     pub id: i64,
     pub event_type: String,
@@ -58,11 +59,67 @@ pub struct Recorded {
 #[derive(Debug, Clone)]
 pub struct Intake {
     verifier: Option<Verifier>,
+    clock: Clock,
+}
+
+/// The time a delivery's freshness is checked against: the system's, or a fixed one (the
+/// shared test vectors carry their own time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Clock {
+    #[default]
+    System,
+    /// Unix seconds.
+    Fixed(i64),
+}
+
+impl Clock {
+    /// Unix seconds now, by this clock.
+    pub fn now(self) -> i64 {
+        match self {
+            Clock::Fixed(now) => now,
+            Clock::System => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+        }
+    }
+}
+
+/// Which configured secret is unusable (empty or whitespace only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadSecret {
+    Current,
+    Previous,
 }
 
 impl Intake {
     pub fn new(verifier: Option<Verifier>) -> Self {
-        Intake { verifier }
+        Intake {
+            verifier,
+            clock: Clock::System,
+        }
+    }
+
+    /// The intake of a service configured with `current` (none: every delivery is refused)
+    /// and, while it is being rotated out, `previous`.
+    pub fn from_secrets(
+        current: Option<&[u8]>,
+        previous: Option<&[u8]>,
+    ) -> Result<Self, BadSecret> {
+        let Some(current) = current else {
+            return Ok(Intake::new(None));
+        };
+        let intake = Intake::with_secret(current).map_err(|_| BadSecret::Current)?;
+        match previous {
+            None => Ok(intake),
+            Some(previous) => intake
+                .and_previous(previous)
+                .map_err(|_| BadSecret::Previous),
+        }
+    }
+
+    /// Checks freshness against `clock` instead of the system's.
+    pub fn with_clock(self, clock: Clock) -> Self {
+        Intake { clock, ..self }
     }
 
     /// Deliveries signed with `secret` are accepted (byte for byte, never trimmed); an empty
@@ -79,12 +136,18 @@ impl Intake {
                 Some(v) => Some(v.with_previous(secret)?),
                 None => None,
             },
+            clock: self.clock,
         })
     }
 
     /// False when no secret is configured.
     pub fn is_configured(&self) -> bool {
         self.verifier.is_some()
+    }
+
+    /// Checks one delivery now, by the intake's clock (see [`Intake::accept`]).
+    pub fn accept_now(&self, signature_headers: &[&[u8]], body: &[u8]) -> Result<Delivery, Error> {
+        self.accept(signature_headers, body, self.clock.now())
     }
 
     /// Checks one delivery.

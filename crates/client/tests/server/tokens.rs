@@ -1,7 +1,7 @@
 //! Users and tokens: issue, list, verify, rotate, revoke, and tokens as the client's credential.
 
 use client::{Client, ClientError, IssueToken, NoteInput, PageRequest, Scope, Slug, UserInput};
-use server::middleware::token_auth::ApiAuth;
+use server::auth::ApiAuth;
 
 use crate::{KEY, Running, connect};
 

@@ -42,7 +42,7 @@ use actix_web::http::header::{
 use actix_web::http::{ConnectionType, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::rt::time::{Sleep, sleep};
-use actix_web::web::{Bytes, Data};
+use actix_web::web::Bytes;
 use futures_util::Stream;
 use problem_details::{Problem, Slug};
 
@@ -65,9 +65,7 @@ pub async fn enforce(
     mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let Some(limits) = req.app_data::<Data<Limits>>().map(|l| *l.get_ref()) else {
-        return Ok(next.call(req).await?.map_into_boxed_body());
-    };
+    let limits = crate::Edge::of(req.request())?.limits;
     if req
         .conn_data::<ConnectionSlot>()
         .is_some_and(ConnectionSlot::over)

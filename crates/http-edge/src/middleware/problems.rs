@@ -9,7 +9,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
-use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
+use actix_web::{HttpMessage, HttpRequest, HttpResponse};
 use problem_details::{Problem, Slug};
 
 use crate::error::{ApiError, PROBLEM_CONTENT_TYPE, PendingProblem};
@@ -91,10 +91,6 @@ impl RouteTable {
     }
 }
 
-/// The configured body cap, for the `max_bytes` member of a 413.
-#[derive(Debug, Clone, Copy)]
-pub struct BodyLimit(pub usize);
-
 pub fn too_large(limit: usize) -> ApiError {
     ApiError::new(
         Problem::new(
@@ -127,7 +123,7 @@ fn synthesize(req: &HttpRequest, status: StatusCode) -> Option<Problem> {
             format!("{} is not allowed on {}.", req.method(), req.path()),
         ),
         StatusCode::PAYLOAD_TOO_LARGE => {
-            let limit = req.app_data::<BodyLimit>().map(|l| l.0).unwrap_or(0);
+            let limit = crate::Edge::of(req).map_or(0, |e| e.limits.max_body_bytes);
             return Some(*too_large(limit).problem);
         }
         StatusCode::UNSUPPORTED_MEDIA_TYPE => Problem::new(
@@ -181,10 +177,9 @@ pub async fn render(
             cause.as_deref().unwrap_or("no cause recorded")
         );
     }
-    let base = req
-        .app_data::<web::Data<ProblemBase>>()
-        .map(|b| b.resolve(&req))
-        .unwrap_or_else(|| "/problems".to_owned());
+    let base = crate::Edge::of(&req)
+        .map(|e| e.problems.resolve(&req))
+        .unwrap_or_else(|_| "/problems".to_owned());
     let status = StatusCode::from_u16(problem.status).unwrap_or(status);
     let mut builder = HttpResponse::build(status);
     // Keep headers set earlier (Allow, Retry-After, WWW-Authenticate, rate-limit headers).
@@ -196,8 +191,9 @@ pub async fn render(
     // The route table's methods (HEAD beside GET: `middleware::head`) over the router's own
     // list, which knows only the registered routes.
     if status == StatusCode::METHOD_NOT_ALLOWED {
-        let allow = req
-            .app_data::<web::Data<RouteTable>>()
+        let allow = crate::Edge::of(&req)
+            .ok()
+            .map(|e| &e.routes)
             .zip(req.match_pattern())
             .map(|(table, pattern)| table.allow(&pattern))
             .filter(|allow| !allow.is_empty());

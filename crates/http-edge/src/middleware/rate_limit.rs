@@ -18,7 +18,6 @@ use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
-use actix_web::web;
 use problem_details::{Problem, Slug};
 
 use crate::error::ApiError;
@@ -174,8 +173,8 @@ pub async fn limit(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let limiter = req.app_data::<web::Data<RateLimiter>>().cloned();
-    let decision = match (&limiter, exempt(req.path())) {
+    let edge = crate::Edge::of(req.request())?;
+    let decision = match (&edge.rate_limit, exempt(req.path())) {
         (Some(l), false) => l.client(&req).map(|ip| l.check(ip, Instant::now())),
         _ => None,
     };

@@ -206,3 +206,80 @@ impl AppendEvent {
         self.expected_sequence
     }
 }
+
+/// A precondition on the account an append writes to: the sequence the client last saw (HTTP
+/// `If-Match: "N"`, the account's ETag). It is the append's `expected_sequence`, except that
+/// its failure is the precondition failing (nothing written) rather than a conflict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Precondition(Option<i64>);
+
+/// The precondition does not hold; nothing was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreconditionFailed;
+
+impl Precondition {
+    /// `None`: no precondition.
+    pub fn new(sequence: Option<i64>) -> Self {
+        Precondition(sequence)
+    }
+
+    /// `command` under this precondition: a command that names another `expected_sequence`
+    /// can never hold.
+    pub fn apply(self, command: AppendEvent) -> Result<AppendEvent, PreconditionFailed> {
+        match self.0 {
+            None => Ok(command),
+            Some(n) if command.expected_sequence().is_some_and(|m| m != n) => {
+                Err(PreconditionFailed)
+            }
+            Some(n) => Ok(command.expecting(n)),
+        }
+    }
+
+    /// What an append made under this precondition answers: with one, a sequence mismatch is
+    /// the precondition failing.
+    pub fn judge<T>(
+        self,
+        result: Result<T, Error>,
+    ) -> Result<Result<T, Error>, PreconditionFailed> {
+        match result {
+            Err(Error::SequenceMismatch { .. }) if self.0.is_some() => Err(PreconditionFailed),
+            other => Ok(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod precondition_tests {
+    use super::*;
+
+    fn append(expected: Option<i64>) -> AppendEvent {
+        let mut body =
+            serde_json::json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 5}});
+        if let Some(n) = expected {
+            body["expected_sequence"] = n.into();
+        }
+        AppendEvent::from_json(body.as_object().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_precondition_is_the_expected_sequence_and_fails_as_itself() {
+        let none = Precondition::new(None);
+        assert_eq!(none.apply(append(Some(3))), Ok(append(Some(3))));
+        let at_2 = Precondition::new(Some(2));
+        assert_eq!(at_2.apply(append(None)), Ok(append(Some(2))));
+        assert_eq!(at_2.apply(append(Some(2))), Ok(append(Some(2))));
+        assert_eq!(at_2.apply(append(Some(3))), Err(PreconditionFailed));
+        let mismatch = || {
+            Err::<(), _>(Error::SequenceMismatch {
+                expected: 2,
+                actual: 4,
+            })
+        };
+        assert!(matches!(at_2.judge(mismatch()), Err(PreconditionFailed)));
+        assert!(matches!(
+            none.judge(mismatch()),
+            Ok(Err(Error::SequenceMismatch { .. }))
+        ));
+        assert!(matches!(at_2.judge(Ok::<_, Error>(7)), Ok(Ok(7))));
+    }
+}

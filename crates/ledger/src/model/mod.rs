@@ -3,7 +3,7 @@
 
 mod commands;
 
-pub use commands::{AppendEvent, OpenAccount};
+pub use commands::{AppendEvent, OpenAccount, Precondition, PreconditionFailed};
 /// The ledger's keys are the shared `Idempotency-Key` type (crates/idempotency), held by the
 /// caller that sent them.
 pub use idempotency::{CallerKey, Key as IdempotencyKey};

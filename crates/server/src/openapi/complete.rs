@@ -4,8 +4,8 @@
 use actix_web::http::Method;
 use serde_json::{Value, json};
 
-use crate::middleware::deprecation::is_v1;
-use crate::middleware::token_auth::{Access, ApiAuth, access};
+use crate::auth::{Access, ApiAuth};
+use crate::deprecation::is_v1;
 use http_edge::error::{PROBLEM_CONTENT_TYPE, PROBLEM_SCHEMA};
 
 use super::operations_mut;
@@ -116,6 +116,7 @@ pub const API_KEY_SCHEME: &str = "api_key";
 /// With `API_AUTH=off` nothing is guarded: an operation declares only the credential its own
 /// handler checks, and no refusal of the guard.
 pub(super) fn security(doc: &mut Value, mode: ApiAuth) {
+    let rules = crate::app::rules();
     for (path, method, op) in operations_mut(doc) {
         let Ok(method) = method.to_uppercase().parse::<Method>() else {
             continue;
@@ -127,7 +128,7 @@ pub(super) fn security(doc: &mut Value, mode: ApiAuth) {
             })
         });
         let needs = match mode {
-            ApiAuth::Tokens => access(&method, &example_path(path)),
+            ApiAuth::Tokens => rules.access(&method, &example_path(path)),
             ApiAuth::Off => Access::Public,
         };
         let security = match (needs, own) {
@@ -135,7 +136,7 @@ pub(super) fn security(doc: &mut Value, mode: ApiAuth) {
             (Access::Public, None) => json!([]),
             (Access::CreateUser | Access::OperatorOnly, _) => json!([{API_KEY_SCHEME: []}]),
             // The operator key passes wherever a bearer token does.
-            (Access::ManageTokens { .. } | Access::Bearer, _) => {
+            (Access::ManageTokens | Access::Bearer, _) => {
                 json!([{BEARER_SCHEME: []}, {API_KEY_SCHEME: []}])
             }
         };

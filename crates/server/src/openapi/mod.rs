@@ -15,7 +15,7 @@ use apistos::info::Info;
 use apistos::spec::Spec;
 use serde_json::{Value, json};
 
-use crate::middleware::token_auth::ApiAuth;
+use crate::auth::ApiAuth;
 use http_edge::error::{PROBLEM_SCHEMA, problem_schema};
 use http_edge::middleware::problems::RouteTable;
 

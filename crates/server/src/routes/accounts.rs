@@ -9,9 +9,7 @@ use apistos::reference_or::ReferenceOr;
 use apistos::web::{ServiceConfig, get, post, resource};
 use apistos::{ApiComponent, ApistosSchema, OpenApiVersion, api_operation};
 use ledger::service::{self, EventsPage};
-use ledger::{Account, Append, AppendEvent, Appender, Event, OpenAccount, Recorded};
-use pagination::Page;
-use problem_details::Problem;
+use ledger::{Account, Append, AppendEvent, Event, OpenAccount, Recorded};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -20,11 +18,14 @@ use serde_json::{Map, Value};
 use apistos::schemars;
 
 use super::dto::{PageQuery, TEXT_PATTERN};
+use crate::auth::{Access, Rule};
+use crate::context::Context;
+use crate::routes::dto::offset_page;
 use http_edge::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged};
 use http_edge::db::{Db, Wrote};
 use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
-use http_edge::idempotent::Retry;
+use http_edge::idempotent::KeyedCreate;
 use http_edge::links::{Linked, Paged, Paging};
 
 pub const ACCOUNT_ID_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
@@ -263,11 +264,11 @@ impl ApiComponent for CreatedEvent {
 )]
 pub async fn open(
     db: Db,
-    retry: Retry,
+    keyed: KeyedCreate,
     body: JsonObject<OpenAccountBody>,
 ) -> Result<CreatedEvent, ApiError> {
     let input = OpenAccount::from_json(&body)?.owned_by(db.actor().owner_id());
-    let key = retry.caller_key("open_account", &body)?;
+    let key = keyed.caller_key("open_account", &body)?;
     let recorded = db
         .write_recorded(
             move |c| service::open_account(c, &input, key.as_ref()),
@@ -288,14 +289,9 @@ pub async fn open(
 /// Projections ordered by `account_id`, paged by `limit` and `offset`.
 #[api_operation(operation_id = "list_accounts", tag = "accounts", error_code = 422)]
 pub async fn list(db: Db, q: RawQuery<PageQuery>) -> Result<Linked<AccountList>, ApiError> {
-    let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
     let actor = db.actor();
-    let (items, total) = db
-        .read(move |c| service::list_accounts(c, page, actor))
-        .await?;
-    Ok(Linked::new(
-        pagination::ListEnvelope::new(items, page, total).into(),
-    ))
+    let list = move |c: &mut _, page| service::list_accounts(c, page, actor);
+    Ok(Linked::new(offset_page(&db, &q, list).await?))
 }
 
 /// Get an account
@@ -330,25 +326,20 @@ pub async fn get_one(
     error_code = 503
 )]
 pub async fn append(
-    appender: Data<Appender>,
+    context: Data<Context>,
     db: Db,
     path: Path<AccountPath>,
-    retry: Retry,
+    keyed: KeyedCreate,
     if_match: IfMatch,
     body: JsonObject<AppendEventBody>,
 ) -> Result<CreatedEvent, ApiError> {
     let account_id = path.into_inner().id;
-    let mut command = AppendEvent::from_json(&body)?;
+    let command = AppendEvent::from_json(&body)?;
     // An invalid request (422) is refused before its precondition is judged (412).
-    let key = retry.caller_key(&format!("append_event:{account_id}"), &body)?;
-    // If-Match `"N"` (the account's ETag) is `expected_sequence: N` answered with 412.
-    let expected = if_match.sequence::<ledger::Error>()?;
-    if let Some(n) = expected {
-        if command.expected_sequence().is_some_and(|m| m != n) {
-            return Err(Precondition::<ledger::Error>::Failed.into());
-        }
-        command = command.expecting(n);
-    }
+    let key = keyed.caller_key(&format!("append_event:{account_id}"), &body)?;
+    let precondition = ledger::Precondition::new(if_match.sequence::<ledger::Error>()?);
+    let failed = |_| Precondition::<ledger::Error>::Failed;
+    let command = precondition.apply(command).map_err(failed)?;
     let job = Append {
         account_id,
         command,
@@ -356,12 +347,9 @@ pub async fn append(
         actor: db.actor(),
         audit: db.action().cloned(),
     };
-    let recorded = match appender.append(job).await {
-        Err(ledger::Error::SequenceMismatch { .. }) if expected.is_some() => {
-            return Err(Precondition::<ledger::Error>::Failed.into());
-        }
-        other => other?,
-    };
+    let recorded = precondition
+        .judge(context.appender.append(job).await)
+        .map_err(failed)??;
     Ok(CreatedEvent {
         recorded,
         location: false,
@@ -390,6 +378,13 @@ pub async fn events(
         items: page.items.into_iter().map(Into::into).collect(),
     }))
 }
+
+/// Accounts and their events: a bearer token (a write, scope write or admin).
+pub const ACCESS: &[Rule] = &[
+    Rule::any("/accounts", Access::Bearer),
+    Rule::any("/accounts/{id}", Access::Bearer),
+    Rule::any("/accounts/{id}/events", Access::Bearer),
+];
 
 pub fn configure(cfg: &mut ServiceConfig) {
     cfg.service(

@@ -11,10 +11,11 @@ use serde::{Deserialize, Serialize};
 use apistos::schemars;
 
 use super::dto::{ClampedPageQuery, TEXT_PATTERN};
+use crate::auth::{Access, Rule};
 use http_edge::db::Db;
 use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
-use http_edge::idempotent::{Created, Retry};
+use http_edge::idempotent::{Created, KeyedCreate};
 use http_edge::links::{Linked, Paged, Paging};
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
@@ -159,7 +160,7 @@ impl From<CursorPage<Article>> for ArticleCursorPage {
 )]
 pub async fn create(
     db: Db,
-    retry: Retry,
+    keyed: KeyedCreate,
     body: JsonObject<ArticleBody>,
 ) -> Result<Created<ArticleDto>, ApiError> {
     let new = NewArticle::new(
@@ -167,7 +168,7 @@ pub async fn create(
         storage::timestamp::now_rfc3339(),
     );
     let owner = db.actor().owner_id();
-    retry
+    keyed
         .create(&db, "POST /articles", &body, move |c| {
             repo::create(c, &new, owner).map(ArticleDto::from)
         })
@@ -212,6 +213,13 @@ pub async fn list_cursor(
         db.read(move |c| repo::list_cursor(c, cursor)).await?.into(),
     ))
 }
+
+/// Articles: a bearer token (a write, scope write or admin).
+pub const ACCESS: &[Rule] = &[
+    Rule::any("/articles", Access::Bearer),
+    Rule::any("/articles/offset", Access::Bearer),
+    Rule::any("/articles/cursor", Access::Bearer),
+];
 
 pub fn configure(cfg: &mut ServiceConfig) {
     cfg.service(resource("/articles").route(post().to(create)))

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use apistos::schemars;
 
+use crate::auth::{Access, Rule};
 use http_edge::db::Db;
 use http_edge::error::ApiError;
 use http_edge::extract::RawQuery;
@@ -97,6 +98,9 @@ pub async fn list(db: Db, q: RawQuery<AuditQuery>) -> Result<Json<AuditPage>, Ap
         next_cursor,
     }))
 }
+
+/// The audit trail is operator data.
+pub const ACCESS: &[Rule] = &[Rule::any("/audit", Access::OperatorOnly)];
 
 pub fn configure(cfg: &mut ServiceConfig) {
     cfg.service(resource("/audit").route(get().to(list)));

@@ -3,20 +3,19 @@ use apistos::actix::NoContent;
 use apistos::web::{ServiceConfig, delete, get, post, put, resource};
 use apistos::{ApiComponent, api_operation};
 use notes::{Comment, CommentInput, repo};
-use pagination::Page;
-use problem_details::Problem;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use apistos::schemars;
 
-use super::dto::PageQuery;
+use super::dto::{PageQuery, offset_page};
 use super::notes::NotePath;
+use crate::auth::{Access, Rule};
 use http_edge::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged, Updated};
 use http_edge::db::Db;
 use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
-use http_edge::idempotent::{Created, Retry};
+use http_edge::idempotent::{Created, KeyedCreate};
 use http_edge::links::Linked;
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
@@ -72,14 +71,9 @@ pub async fn list(
     path: Path<NotePath>,
     q: RawQuery<PageQuery>,
 ) -> Result<Linked<CommentList>, ApiError> {
-    let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
     let note_id = path.note_id;
-    let (items, total) = db
-        .read(move |c| repo::comments::list(c, note_id, page))
-        .await?;
-    Ok(Linked::new(
-        pagination::ListEnvelope::new(items, page, total).into(),
-    ))
+    let list = move |c: &mut _, page| repo::comments::list(c, note_id, page);
+    Ok(Linked::new(offset_page(&db, &q, list).await?))
 }
 
 /// Comment on a note
@@ -93,14 +87,14 @@ pub async fn list(
 )]
 pub async fn create(
     db: Db,
-    retry: Retry,
+    keyed: KeyedCreate,
     path: Path<NotePath>,
     body: JsonObject<CommentBody>,
 ) -> Result<Created<CommentDto>, ApiError> {
     let (note_id, input) = (path.note_id, CommentInput::from_json(&body)?);
     let route = "POST /notes/{note_id}/comments";
     let owner = db.actor().owner_id();
-    retry
+    keyed
         .create(&db, route, &with_path(&body, note_id), move |c| {
             repo::comments::create(c, note_id, &input, owner).map(CommentDto::from)
         })
@@ -182,6 +176,12 @@ pub async fn remove(
     .await?;
     Ok(NoContent)
 }
+
+/// A note's comments: a bearer token (a write, scope write or admin).
+pub const ACCESS: &[Rule] = &[
+    Rule::any("/notes/{note_id}/comments", Access::Bearer),
+    Rule::any("/notes/{note_id}/comments/{comment_id}", Access::Bearer),
+];
 
 pub fn configure(cfg: &mut ServiceConfig) {
     cfg.service(

@@ -32,7 +32,7 @@ macro_rules! crud_routes {
             use apistos::api_operation;
             use ::http_edge::db::Db;
             use ::http_edge::error::ApiError;
-            use ::http_edge::idempotent::{Created, Retry};
+            use ::http_edge::idempotent::{Created, KeyedCreate};
             use ::http_edge::links::Linked;
             use ::http_edge::conditional::{IfMatch, IfNoneMatchParam, Tagged, Updated};
             use ::http_edge::extract::{JsonObject, RawQuery};
@@ -56,10 +56,10 @@ macro_rules! crud_routes {
             )]
             pub async fn create(
                 db: Db,
-                retry: Retry,
+                keyed: KeyedCreate,
                 body: JsonObject<$body>,
             ) -> Result<Created<$dto>, ApiError> {
-                ops::create_one(&db, &retry, $collection, &body).await
+                ops::create_one(&db, &keyed, $collection, &body).await
             }
 
             $(#[doc = $get_doc])*
@@ -102,6 +102,12 @@ macro_rules! crud_routes {
                 ops::delete_one(&db, path.$field, if_match).await?;
                 Ok(NoContent)
             }
+
+            /// Both paths need a bearer token in tokens mode (a write, scope write or admin).
+            pub const ACCESS: &[$crate::auth::Rule] = &[
+                $crate::auth::Rule::any($collection, $crate::auth::Access::Bearer),
+                $crate::auth::Rule::any($item, $crate::auth::Access::Bearer),
+            ];
 
             pub fn configure(cfg: &mut apistos::web::ServiceConfig) {
                 use apistos::web::{delete, get, post, put, resource};

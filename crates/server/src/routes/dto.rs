@@ -5,6 +5,12 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use apistos::schemars;
+use http_edge::db::Db;
+use http_edge::error::ApiError;
+use http_edge::extract::RawQuery;
+use pagination::Page;
+use problem_details::Problem;
+use storage::DbConnection;
 
 /// Required text: at least one character that is not white space, and no NUL.
 pub const TEXT_PATTERN: &str = r"^[^\u0000]*[^\s\u0000][^\u0000]*$";
@@ -33,6 +39,25 @@ pub struct PageQuery {
     /// Items to skip, at least 0 (default 0).
     #[schemars(range(min = 0))]
     pub offset: Option<i64>,
+}
+
+/// One page of an offset-paged list: the strict `limit` and `offset` of `q` (422 naming every
+/// bad one), the rows and total `read` gives for that page, in the list's envelope.
+pub async fn offset_page<L, D, E, F>(
+    db: &Db,
+    q: &RawQuery<PageQuery>,
+    mut read: F,
+) -> Result<L, ApiError>
+where
+    F: FnMut(&mut DbConnection, Page) -> Result<(Vec<D>, i64), E> + Send + 'static,
+    L: From<pagination::ListEnvelope<D>>,
+    D: Send + 'static,
+    E: std::error::Error + Send + 'static,
+    ApiError: From<E>,
+{
+    let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
+    let (items, total) = db.read(move |c| read(c, page)).await?;
+    Ok(pagination::ListEnvelope::new(items, page, total).into())
 }
 
 /// Declares a list envelope `{items, limit, offset, total, next_offset}` of `$item`, with a schema of its

@@ -14,7 +14,8 @@ use serde::Serialize;
 
 use apistos::schemars;
 
-use crate::AppInfo;
+use crate::auth::{Access, Rule};
+use crate::context::Context;
 use http_edge::db::Db;
 
 const DB_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
@@ -108,7 +109,7 @@ impl ApiComponent for HealthReply {
 /// full disk; and no write has failed on a storage fault in the last 10 seconds without one
 /// succeeding since. 503 with `db: "error"` otherwise.
 #[api_operation(operation_id = "health", tag = "meta")]
-pub async fn health(db: Db, info: Data<AppInfo>) -> HealthReply {
+pub async fn health(db: Db, context: Data<Context>) -> HealthReply {
     let db_state = match db.check(DB_CHECK_TIMEOUT).await {
         Ok(()) => "ok",
         Err(e) => {
@@ -119,12 +120,15 @@ pub async fn health(db: Db, info: Data<AppInfo>) -> HealthReply {
     HealthReply(HealthDto {
         status: if db_state == "ok" { "ok" } else { "degraded" }.to_owned(),
         db: db_state.to_owned(),
-        service: info.service_name.clone(),
+        service: context.info.service_name.clone(),
         checks: Checks {
             database: db_state.to_owned(),
         },
     })
 }
+
+/// Liveness and readiness: public.
+pub const ACCESS: &[Rule] = &[Rule::any("/health", Access::Public)];
 
 pub fn configure(cfg: &mut ServiceConfig) {
     cfg.service(resource("/health").route(get().to(health)));

@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use apistos::schemars;
 
-use crate::AppInfo;
+use crate::auth::{Access, Rule};
+use crate::context::Context;
 use http_edge::error::ApiError;
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
@@ -26,9 +27,9 @@ pub struct ServiceInfo {
 
 /// Service metadata
 #[api_operation(operation_id = "service_info", tag = "meta")]
-pub async fn root(info: Data<AppInfo>) -> Json<ServiceInfo> {
+pub async fn root(context: Data<Context>) -> Json<ServiceInfo> {
     Json(ServiceInfo {
-        name: info.service_name.clone(),
+        name: context.info.service_name.clone(),
         description:
             "Notes, articles, versioned notes, tokens, accounts and webhooks over HTTP+JSON."
                 .to_owned(),
@@ -100,6 +101,12 @@ fn html_page(doc: &ProblemTypeDoc) -> HttpResponse {
         .content_type("text/html; charset=utf-8")
         .body(body)
 }
+
+/// The service's identity and what problem `type` URIs point to: public.
+pub const ACCESS: &[Rule] = &[
+    Rule::any("/", Access::Public),
+    Rule::tree("/problems", Access::Public),
+];
 
 pub fn configure(cfg: &mut ServiceConfig) {
     cfg.service(resource("/").route(get().to(root)))

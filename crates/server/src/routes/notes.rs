@@ -1,18 +1,16 @@
 use apistos::ApiComponent;
 use notes::{Note, NoteInput, repo};
-use pagination::Page;
-use problem_details::Problem;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use apistos::schemars;
 
-use super::dto::PageQuery;
+use super::dto::{PageQuery, offset_page};
 use http_edge::conditional::{IfMatch, Precondition};
 use http_edge::db::Db;
 use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
-use http_edge::idempotent::{Created, Retry};
+use http_edge::idempotent::{Created, KeyedCreate};
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -60,20 +58,18 @@ crate::list_dto!(NoteList, NoteDto);
 // `crud_routes!` declares for each prefix call these.
 
 pub(crate) async fn list_page(db: &Db, q: &RawQuery<PageQuery>) -> Result<NoteList, ApiError> {
-    let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
-    let (items, total) = db.read(move |c| repo::notes::list(c, page)).await?;
-    Ok(pagination::ListEnvelope::new(items, page, total).into())
+    offset_page(db, q, repo::notes::list).await
 }
 
 pub(crate) async fn create_one(
     db: &Db,
-    retry: &Retry,
+    keyed: &KeyedCreate,
     route: &'static str,
     body: &JsonObject<NoteBody>,
 ) -> Result<Created<NoteDto>, ApiError> {
     let input = NoteInput::from_json(body)?;
     let owner = db.actor().owner_id();
-    retry
+    keyed
         .create(db, route, body, move |c| {
             repo::notes::create(c, &input, owner).map(NoteDto::from)
         })
@@ -130,4 +126,4 @@ crate::crud_routes! {
     delete "delete_note";
 }
 
-pub use handlers::configure;
+pub use handlers::{ACCESS, configure};

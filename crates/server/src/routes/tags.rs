@@ -1,18 +1,16 @@
 use apistos::ApiComponent;
 use notes::{Tag, TagInput, repo};
-use pagination::Page;
-use problem_details::Problem;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use apistos::schemars;
 
-use super::dto::PageQuery;
+use super::dto::{PageQuery, offset_page};
 use http_edge::conditional::{IfMatch, Precondition};
 use http_edge::db::Db;
 use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
-use http_edge::idempotent::{Created, Retry};
+use http_edge::idempotent::{Created, KeyedCreate};
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -56,20 +54,18 @@ crate::list_dto!(TagList, TagDto);
 // `crud_routes!` declares for each prefix call these.
 
 pub(crate) async fn list_page(db: &Db, q: &RawQuery<PageQuery>) -> Result<TagList, ApiError> {
-    let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
-    let (items, total) = db.read(move |c| repo::tags::list(c, page)).await?;
-    Ok(pagination::ListEnvelope::new(items, page, total).into())
+    offset_page(db, q, repo::tags::list).await
 }
 
 pub(crate) async fn create_one(
     db: &Db,
-    retry: &Retry,
+    keyed: &KeyedCreate,
     route: &'static str,
     body: &JsonObject<TagBody>,
 ) -> Result<Created<TagDto>, ApiError> {
     let input = TagInput::from_json(body)?;
     let owner = db.actor().owner_id();
-    retry
+    keyed
         .create(db, route, body, move |c| {
             repo::tags::create(c, &input, owner).map(TagDto::from)
         })
@@ -126,4 +122,4 @@ crate::crud_routes! {
     delete "delete_tag";
 }
 
-pub use handlers::configure;
+pub use handlers::{ACCESS, configure};

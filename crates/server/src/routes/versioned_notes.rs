@@ -14,12 +14,13 @@ use versioned_notes::{CallerUsage, NoteInput, VersionedNote, repo};
 use apistos::schemars;
 
 use super::dto::{ClampedPageQuery, NO_NUL_PATTERN, TEXT_PATTERN};
-use crate::middleware::deprecation::V1Usage;
+use crate::auth::{Access, Rule};
+use crate::context::Context;
 use http_edge::conditional::{IfNoneMatchParam, Tagged};
 use http_edge::db::Db;
 use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
-use http_edge::idempotent::{Created, Retry};
+use http_edge::idempotent::{Created, KeyedCreate};
 use http_edge::links::Linked;
 
 /// A note in the V1 shape: exactly these four members (the body is `content`; no tags, no
@@ -174,12 +175,12 @@ fn paging(q: &RawQuery<ClampedPageQuery>) -> Result<Page, ApiError> {
 )]
 pub async fn create_v1(
     db: Db,
-    retry: Retry,
+    keyed: KeyedCreate,
     body: JsonObject<NoteV1Body>,
 ) -> Result<Created<NoteV1>, ApiError> {
     let input = NoteInput::from_v1_json(&body)?;
     let owner = db.actor().owner_id();
-    retry
+    keyed
         .create(&db, "POST /v1/notes", &body, move |c| {
             repo::notes::create(c, &input, owner).map(NoteV1::from)
         })
@@ -227,12 +228,12 @@ pub async fn get_v1(db: Db, path: Path<VersionedNotePath>) -> Result<Json<NoteV1
 )]
 pub async fn create_v2(
     db: Db,
-    retry: Retry,
+    keyed: KeyedCreate,
     body: JsonObject<NoteV2Body>,
 ) -> Result<Created<NoteV2Envelope>, ApiError> {
     let input = NoteInput::from_v2_json(&body)?;
     let owner = db.actor().owner_id();
-    retry
+    keyed
         .create(&db, "POST /v2/notes", &body, move |c| {
             let note = repo::notes::create(c, &input, owner)?;
             Ok::<_, versioned_notes::Error>(NoteV2Envelope { data: note.into() })
@@ -308,14 +309,25 @@ crate::list_dto!(V1UsageList, V1UsageDto);
 #[api_operation(operation_id = "v1_usage", tag = "meta", error_code = 422)]
 pub async fn v1_usage(
     db: Db,
-    usage: Data<V1Usage>,
+    context: Data<Context>,
     q: RawQuery<ClampedPageQuery>,
 ) -> Result<Linked<V1UsageList>, ApiError> {
     let page = paging(&q)?;
-    usage.write().await;
+    // A failure to write is logged by the recorder; the answer then lacks those calls.
+    let _ = actix_web::web::block(move || context.v1_usage.write()).await;
     let (items, total) = db.read(move |c| repo::usage::list(c, page)).await?;
     Ok(Linked::new(ListEnvelope::new(items, page, total).into()))
 }
+
+/// Versioned notes need a bearer token (a write, scope write or admin); V1 usage is operator
+/// data.
+pub const ACCESS: &[Rule] = &[
+    Rule::any("/v1/notes", Access::Bearer),
+    Rule::any("/v1/notes/{id}", Access::Bearer),
+    Rule::any("/v2/notes", Access::Bearer),
+    Rule::any("/v2/notes/{id}", Access::Bearer),
+    Rule::any("/metrics/v1-usage", Access::OperatorOnly),
+];
 
 pub fn configure(cfg: &mut ServiceConfig) {
     cfg.service(

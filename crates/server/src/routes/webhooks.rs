@@ -3,7 +3,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use actix_web::dev::Payload;
 use actix_web::http::header::{HeaderValue, WWW_AUTHENTICATE};
@@ -15,69 +14,43 @@ use apistos::paths::{Parameter, ParameterDefinition, ParameterIn, ParameterStyle
 use apistos::reference_or::ReferenceOr;
 use apistos::web::{ServiceConfig, get, post, resource};
 use apistos::{ApiComponent, ApistosSchema, OpenApiVersion, api_operation};
-use pagination::Page;
-use problem_details::Problem;
 use schemars::JsonSchema;
 use serde::Serialize;
-use webhooks::{Delivery, Intake, Recorder, SIGNATURE_HEADER, WebhookEvent, repo};
+use webhooks::{Delivery, Intake, SIGNATURE_HEADER, WebhookEvent, repo};
 
 use apistos::schemars;
 
-use super::dto::PageQuery;
+use super::dto::{PageQuery, offset_page};
+use crate::auth::{Access, Rule};
+use crate::context::Context;
 use crate::settings::Settings;
+use actix_web::http::Method;
 use http_edge::db::Db;
 use http_edge::error::ApiError;
 use http_edge::extract::{RawQuery, read_body};
 use http_edge::links::Linked;
 
-/// The verifier built from the configuration, and the clock.
-pub struct WebhookState {
-    intake: Intake,
-    fixed_now: Option<i64>,
-}
-
-impl WebhookState {
-    /// From `WEBHOOK_SECRET` / `WEBHOOK_SECRET_PREVIOUS`. An unset secret is allowed (every
-    /// delivery is then refused, and this warns); a blank one stops start-up.
-    pub fn from_settings(settings: &Settings) -> anyhow::Result<WebhookState> {
-        let intake = match &settings.webhook_secret {
-            None => {
-                log::warn!(
-                    "WEBHOOK_SECRET is not set: every webhook delivery will be refused with 401"
-                );
-                Intake::new(None)
-            }
-            Some(secret) => {
-                let intake = Intake::with_secret(secret.expose().as_bytes())
-                    .map_err(|_| anyhow!("WEBHOOK_SECRET: must not be empty or whitespace only"))?;
-                match &settings.webhook_secret_previous {
-                    None => intake,
-                    Some(previous) => {
-                        intake
-                            .and_previous(previous.expose().as_bytes())
-                            .map_err(|_| {
-                                anyhow!(
-                                    "WEBHOOK_SECRET_PREVIOUS: must not be empty or whitespace only"
-                                )
-                            })?
-                    }
-                }
-            }
+/// The intake of `WEBHOOK_SECRET` / `WEBHOOK_SECRET_PREVIOUS`. An unset secret is allowed
+/// (every delivery is then refused, and this warns); a blank one stops start-up.
+pub fn intake(settings: &Settings) -> anyhow::Result<Intake> {
+    fn expose(secret: &Option<crate::settings::Secret>) -> Option<&[u8]> {
+        secret.as_ref().map(|s| s.expose().as_bytes())
+    }
+    let intake = Intake::from_secrets(
+        expose(&settings.webhook_secret),
+        expose(&settings.webhook_secret_previous),
+    )
+    .map_err(|bad| {
+        let variable = match bad {
+            webhooks::BadSecret::Current => "WEBHOOK_SECRET",
+            webhooks::BadSecret::Previous => "WEBHOOK_SECRET_PREVIOUS",
         };
-        Ok(WebhookState {
-            intake,
-            fixed_now: settings.webhook_fixed_now,
-        })
+        anyhow!("{variable}: must not be empty or whitespace only")
+    })?;
+    if !intake.is_configured() {
+        log::warn!("WEBHOOK_SECRET is not set: every webhook delivery will be refused with 401");
     }
-
-    fn now(&self) -> i64 {
-        self.fixed_now.unwrap_or_else(|| {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-                .unwrap_or(0)
-        })
-    }
+    Ok(intake.with_clock(settings.webhook_clock))
 }
 
 /// The documented request body. The service reads only `event_type`; the whole body is stored
@@ -106,15 +79,13 @@ impl FromRequest for VerifiedDelivery {
         let mut payload = payload.take();
         Box::pin(async move {
             let body = read_body(&req, &mut payload).await?;
-            let state = req
-                .app_data::<Data<WebhookState>>()
-                .ok_or_else(|| ApiError::internal("webhook state is not registered"))?;
+            let intake = &Context::of(&req)?.intake;
             let signatures: Vec<&[u8]> = req
                 .headers()
                 .get_all(SIGNATURE_HEADER)
                 .map(HeaderValue::as_bytes)
                 .collect();
-            match state.intake.accept(&signatures, &body, state.now()) {
+            match intake.accept_now(&signatures, &body) {
                 Ok(delivery) => Ok(VerifiedDelivery(delivery)),
                 Err(err) => Err(refused(err)),
             }
@@ -221,11 +192,11 @@ crate::list_dto!(WebhookEventList, WebhookEventDto);
     error_code = 503
 )]
 pub async fn receive(
-    recorder: Data<Recorder>,
+    context: Data<Context>,
     delivery: VerifiedDelivery,
 ) -> Result<AcceptedJson<WebhookReceipt>, ApiError> {
     let VerifiedDelivery(delivery) = delivery;
-    let recorded = recorder.record(delivery).await?;
+    let recorded = context.recorder.record(delivery).await?;
     Ok(AcceptedJson(WebhookReceipt {
         id: recorded.id,
         status: ReceiptStatus::Accepted,
@@ -241,12 +212,14 @@ pub async fn receive(
     error_code = 422
 )]
 pub async fn list(db: Db, q: RawQuery<PageQuery>) -> Result<Linked<WebhookEventList>, ApiError> {
-    let page = Page::strict(q.get("limit"), q.get("offset")).map_err(Problem::validation)?;
-    let (items, total) = db.read(move |c| repo::list(c, page)).await?;
-    Ok(Linked::new(
-        pagination::ListEnvelope::new(items, page, total).into(),
-    ))
+    Ok(Linked::new(offset_page(&db, &q, repo::list).await?))
 }
+
+/// A delivery's signature is its credential; the received events are operator data.
+pub const ACCESS: &[Rule] = &[
+    Rule::only(Method::POST, "/webhook", Access::Public),
+    Rule::any("/webhook/events", Access::OperatorOnly),
+];
 
 pub fn configure(cfg: &mut ServiceConfig) {
     cfg.service(resource("/webhook").route(post().to(receive)))

@@ -2,8 +2,6 @@
 //! `/examples/tags` serve the same store and shapes as `/notes` and `/tags` through the same
 //! operations; `/machine/health` takes an API key and `/examples/protected` an HS256 JWT.
 
-pub mod auth;
-
 use actix_web::web::{Data, Json};
 use apistos::web::{ServiceConfig, get, resource};
 use apistos::{ApiComponent, api_operation};
@@ -13,11 +11,13 @@ use serde_json::{Map, Value};
 
 use apistos::schemars;
 
-pub use auth::{ApiKeyAuth, BearerClaims, ExampleAuth};
+use crate::auth::{ApiKeyAuth, BearerClaims};
 
 use super::notes::{NoteBody, NoteDto, NoteList};
 use super::tags::{TagBody, TagDto, TagList};
-use crate::AppInfo;
+use crate::auth::{Access, Rule};
+use crate::context::Context;
+use actix_web::http::Method;
 use http_edge::error::ApiError;
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
@@ -71,11 +71,11 @@ pub async fn ping() -> Json<Pong> {
 // `Result` so that OpenAPI documents the 401 its extractor answers.
 pub async fn machine_health(
     _key: ApiKeyAuth,
-    info: Data<AppInfo>,
+    context: Data<Context>,
 ) -> Result<Json<MachineHealth>, ApiError> {
     Ok(Json(MachineHealth {
         status: "ok".to_owned(),
-        service: info.service_name.clone(),
+        service: context.info.service_name.clone(),
         credential_type: "api_key".to_owned(),
     }))
 }
@@ -128,6 +128,14 @@ crate::crud_routes! {
     /// Delete a tag (example route)
     delete "example_delete_tag";
 }
+
+/// `/examples/ping` is public; `/machine/health` and `/examples/protected` check their own
+/// credential (an API key, a JWT); the example notes and tags need a bearer token.
+pub const ACCESS: &[Rule] = &[
+    Rule::only(Method::GET, "/examples/ping", Access::Public),
+    Rule::any("/machine/health", Access::Public),
+    Rule::any("/examples/protected", Access::Public),
+];
 
 pub fn configure(cfg: &mut ServiceConfig) {
     cfg.service(resource("/examples/ping").route(get().to(ping)))

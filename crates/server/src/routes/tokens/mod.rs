@@ -13,14 +13,17 @@ use apistos::actix::{CreatedJson, NoContent};
 use apistos::api_operation;
 use apistos::web::{ServiceConfig, delete, get, post, resource};
 use pagination::Page;
-use tokens::{Policy, service};
+use tokens::service;
 
 use http_edge::db::Db;
 use http_edge::error::ApiError;
 use http_edge::extract::{RawJson, RawQuery};
-use http_edge::idempotent::{Created, Retry};
+use http_edge::idempotent::{Created, KeyedCreate};
 use http_edge::links::{Linked, Paging};
 
+use crate::auth::{Access, Rule};
+use crate::context::Context;
+use actix_web::http::Method;
 pub use docs::document_refusals;
 pub use dto::*;
 pub use extract::{ActingUser, ActingUserDoc, TokenPath, USER_ID_HEADER};
@@ -36,13 +39,13 @@ use listing::Listing;
 )]
 pub async fn create_user(
     db: Db,
-    retry: Retry,
+    keyed: KeyedCreate,
     body: RawJson<UserBody>,
 ) -> Result<Created<UserDto>, ApiError> {
     let input = tokens::NewUser::from_body(&body.bytes)?;
     // The fingerprint's view of the body: the JSON object it was (it passed validation).
     let object = serde_json::from_slice(&body.bytes).unwrap_or_default();
-    retry
+    keyed
         .create(&db, "POST /users", &object, move |c| {
             service::create_user(c, &input).map(UserDto::from)
         })
@@ -70,12 +73,12 @@ pub async fn create_user(
 )]
 pub async fn issue(
     db: Db,
-    policy: Data<Policy>,
+    context: Data<Context>,
     actor: ActingUser,
     path: TokenPath<UserPathDoc>,
     body: RawJson<IssueBody, false>,
 ) -> Result<CreatedJson<IssuedTokenDto>, ApiError> {
-    let (actor, user_id, policy) = (actor.id(path.user_id)?, path.user_id, **policy);
+    let (actor, user_id, policy) = (actor.id(path.user_id)?, path.user_id, context.token_policy);
     let issued = db
         .write(move |c| service::issue(c, actor, user_id, &body.bytes, policy))
         .await?;
@@ -96,12 +99,12 @@ pub async fn issue(
 )]
 pub async fn rotate(
     db: Db,
-    policy: Data<Policy>,
+    context: Data<Context>,
     actor: ActingUser,
     path: TokenPath<TokenPathDoc>,
 ) -> Result<CreatedJson<IssuedTokenDto>, ApiError> {
     let (actor, user_id, token_id) = (actor.id(path.user_id)?, path.user_id, path.token_id);
-    let lifetime = policy.lifetime;
+    let lifetime = context.token_policy.lifetime;
     let issued = db
         .write(move |c| service::rotate(c, actor, user_id, token_id, lifetime))
         .await?;
@@ -200,22 +203,18 @@ pub async fn verify(db: Db, body: RawJson<VerifyBody>) -> Result<Json<Verificati
     let request = tokens::VerifyRequest::from_body(&body.bytes)?;
     let (outcome, used) = db.read(move |c| service::verify(c, &request)).await?;
     if let Some(token) = used {
-        record_use(&db, token).await;
+        crate::auth::record_use(&db, token).await;
     }
     Ok(Json(outcome.into()))
 }
 
-/// Records a valid token's use (`last_used_at`), at most once a minute per token. A failure
-/// is logged and does not fail the request it serves.
-pub async fn record_use(db: &Db, token: tokens::Token) {
-    if !token.needs_touch_now() {
-        return;
-    }
-    let id = token.id;
-    if let Err(err) = db.write(move |c| service::touch(c, &token)).await {
-        log::warn!("cannot record the use of token {id}: {err}");
-    }
-}
+/// Creating a user needs the operator key; a user's tokens, the operator key or an admin token
+/// of that user; the raw token in `/tokens/verify`'s body is the credential being checked.
+pub const ACCESS: &[Rule] = &[
+    Rule::any("/users", Access::CreateUser),
+    Rule::tree("/users/{userId}/tokens", Access::ManageTokens),
+    Rule::only(Method::POST, "/tokens/verify", Access::Public),
+];
 
 pub fn configure(cfg: &mut ServiceConfig) {
     cfg.service(resource("/users").route(post().to(create_user)))

@@ -1,7 +1,8 @@
-//! Credentials of the example routes: an API key (`/machine/health`) and an HS256 bearer JWT
-//! (`/examples/protected`). The checks live in the `credentials` crate; this module reads the
-//! headers, answers 401 problems with a `WWW-Authenticate` challenge and documents both
-//! schemes in OpenAPI.
+//! The credentials other than area D's tokens: the operator's API keys (`API_KEYS` in
+//! `API_KEY_HEADER`: the operator credential of the token guard, and `/machine/health`'s key)
+//! and the HS256 JWT of `/examples/protected`. The checks live in the `credentials` crate; this
+//! module reads the headers, answers 401 problems with a `WWW-Authenticate` challenge and
+//! documents both schemes in OpenAPI.
 
 use std::collections::BTreeMap;
 use std::future::{Ready, ready};
@@ -9,7 +10,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use actix_web::dev::Payload;
 use actix_web::http::header::{HeaderName, HeaderValue, WWW_AUTHENTICATE};
-use actix_web::web::Data;
 use actix_web::{FromRequest, HttpRequest};
 use apistos::reference_or::ReferenceOr;
 use apistos::security::{ApiKey, ApiKeyIn, Http, SecurityScheme, SecurityType};
@@ -20,9 +20,9 @@ use serde_json::{Map, Value};
 use crate::settings::{DEFAULT_API_KEY_HEADER, Settings};
 use http_edge::error::ApiError;
 
-/// What the example routes accept, built once from [`Settings`].
+/// The API keys and the JWT verifier, built once from [`Settings`].
 #[derive(Debug, Clone)]
-pub struct ExampleAuth {
+pub struct Credentials {
     api_keys: ApiKeys,
     api_key_header: HeaderName,
     /// `WWW-Authenticate` of a refused API key, naming the header as configured.
@@ -30,7 +30,7 @@ pub struct ExampleAuth {
     jwt: Option<Hs256>,
 }
 
-impl ExampleAuth {
+impl Credentials {
     /// Warns (without the secret) when `JWT_SECRET` is missing or too short: the protected
     /// route then answers every request with 401.
     pub fn from_settings(settings: &Settings) -> Self {
@@ -46,7 +46,7 @@ impl ExampleAuth {
         }
         let api_key_header = HeaderName::from_bytes(settings.api_key_header.as_bytes())
             .unwrap_or_else(|_| HeaderName::from_static("x-api-key"));
-        ExampleAuth {
+        Credentials {
             api_keys: ApiKeys::new(settings.api_keys.iter().map(|k| k.expose())),
             api_key_header,
             api_key_challenge: challenge(&settings.api_key_header),
@@ -89,11 +89,13 @@ fn unauthorized(err: Error, challenge: &str) -> actix_web::Error {
 
 fn with_auth<T>(
     req: &HttpRequest,
-    check: impl FnOnce(&ExampleAuth) -> Result<T, Error>,
+    check: impl FnOnce(&Credentials) -> Result<T, Error>,
     unconfigured: Error,
-    challenge: impl FnOnce(Option<&ExampleAuth>) -> String,
+    challenge: impl FnOnce(Option<&Credentials>) -> String,
 ) -> Ready<Result<T, actix_web::Error>> {
-    let auth = req.app_data::<Data<ExampleAuth>>().map(|d| d.get_ref());
+    let auth = crate::context::Context::of(req)
+        .ok()
+        .map(|c| &c.guard.credentials);
     let result = auth.map_or(Err(unconfigured), check);
     ready(result.map_err(|e| unauthorized(e, &challenge(auth))))
 }

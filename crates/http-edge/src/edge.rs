@@ -1,0 +1,45 @@
+//! [`Edge`]: everything the edge's layers and extractors read, built once by the server from
+//! its configuration and registered as one piece of app data. A request that finds none is a
+//! wiring mistake answered with a 500, never served with a layer switched off.
+
+use std::time::Duration;
+
+use actix_web::HttpRequest;
+use actix_web::web::Data;
+
+use crate::db::Db;
+use crate::error::ApiError;
+use crate::middleware::limits::Limits;
+use crate::middleware::problems::{ProblemBase, RouteTable};
+use crate::middleware::rate_limit::RateLimiter;
+
+pub struct Edge {
+    /// The app-level database handle (the layers' own bookkeeping; handlers extract [`Db`]).
+    pub db: Db,
+    pub limits: Limits,
+    /// Where problem `type` URIs point.
+    pub problems: ProblemBase,
+    /// Every route and its methods, from the OpenAPI document (405 `Allow`, HEAD).
+    pub routes: RouteTable,
+    /// How long a create's `Idempotency-Key` and first answer are kept.
+    pub key_ttl: Duration,
+    /// `None`: no rate limit.
+    pub rate_limit: Option<RateLimiter>,
+}
+
+impl Edge {
+    /// The app's edge.
+    pub fn of(req: &HttpRequest) -> Result<&Edge, ApiError> {
+        registered(req).map(Data::get_ref)
+    }
+}
+
+/// The app's one `Data<T>`: a 500 naming `T` when the app was built without it.
+pub fn registered<T: 'static>(req: &HttpRequest) -> Result<&Data<T>, ApiError> {
+    req.app_data::<Data<T>>().ok_or_else(|| {
+        ApiError::internal(format!(
+            "no Data<{}> in the app",
+            std::any::type_name::<T>()
+        ))
+    })
+}

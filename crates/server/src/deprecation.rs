@@ -1,0 +1,74 @@
+//! V1 is deprecated: every response to a path under `/v1` carries `Deprecation`, `Sunset` and
+//! `Link` (whatever produced it: a handler, an extractor's 413/415/422, a 404 for an unknown
+//! path or id, a 405, a 401, a 429), and the calls that got past the rate limit and the token
+//! guard are counted per caller. Two layers, for those two jobs: [`headers`] sits outside the
+//! problem renderer, so it sees final responses; [`count`] sits inside the token guard, so
+//! refused requests write nothing and, in tokens mode, the caller is the token's user rather
+//! than a header anyone can set. Both see the path after percent-decoding (`/%761/notes` is
+//! `/v1/notes`, `middleware::path`).
+
+use actix_web::HttpMessage;
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::middleware::Next;
+use versioned_notes::{DeprecationForm, caller};
+
+use crate::context::Context;
+
+use http_edge::actor::actor_in;
+use http_edge::middleware::client::TrustedProxies;
+
+/// What the layers need from the settings.
+#[derive(Debug, Clone, Copy)]
+pub struct V1Policy {
+    pub form: DeprecationForm,
+    pub proxies: TrustedProxies,
+}
+
+/// `/v1` itself or anything below it.
+pub fn is_v1(path: &str) -> bool {
+    path == "/v1" || path.starts_with("/v1/")
+}
+
+/// The deprecation headers on every V1 response.
+pub async fn headers(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    if !is_v1(req.path()) {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    }
+    let form = Context::of(req.request())?.v1.form;
+    let mut res = next.call(req).await?.map_into_boxed_body();
+    let headers = res.headers_mut();
+    for (name, value) in form.headers() {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
+    Ok(res)
+}
+
+/// Counts a V1 call that passed the rate limit and the token guard, in the V1 usage recorder.
+pub async fn count(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    if !is_v1(req.path()) {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    }
+    let context = http_edge::registered::<Context>(req.request())?.clone();
+    let policy = context.v1;
+    let authenticated = actor_in(&req.extensions()).owner_id();
+    let who = match authenticated {
+        Some(user_id) => caller(Some(&user_id.to_string()), None),
+        None => caller(
+            req.headers().get("x-user-id").and_then(|v| v.to_str().ok()),
+            policy.proxies.of(&req),
+        ),
+    };
+    let res = next.call(req).await?.map_into_boxed_body();
+    context.v1_usage.record(&who);
+    Ok(res)
+}

@@ -1,0 +1,174 @@
+//! Configuration, read from the environment once at start-up (a `.env` file is read first if
+//! present). A bad value stops start-up with one line naming the variable.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+mod read;
+
+use http_edge::middleware::client::TrustedProxies;
+
+/// A secret value: printed as `***` by Debug and Display so it never reaches a log line.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub database_url: String,
+    /// `DB_CHECKOUT_TIMEOUT_MS`, `DB_CONNECT_TIMEOUT_MS`, `DB_STATEMENT_TIMEOUT_MS`,
+    /// `DB_LOCK_TIMEOUT_MS`, `DB_QUEUE_TIMEOUT_MS`: every wait on the database is bounded.
+    pub db_timeouts: storage::Timeouts,
+    /// `SQLITE_SYNCHRONOUS`: `full` (default: an acknowledged write survives power loss) or
+    /// `normal`.
+    pub sqlite_synchronous: storage::Synchronous,
+    /// `SQLITE_MAX_PAGES`: a cap on the SQLite file in pages (4 KiB each); writes past it are
+    /// refused like writes on a full disk (507). Unset: no cap.
+    pub sqlite_max_pages: Option<u32>,
+    pub bind: SocketAddr,
+    pub service_name: String,
+    /// `API_KEYS`: keys accepted by `/machine/health` (none: it always answers 401).
+    pub api_keys: Vec<Secret>,
+    /// `API_KEY_HEADER`: the header carrying the API key.
+    pub api_key_header: String,
+    /// `JWT_SECRET`: HS256 secret of `/examples/protected` (under 32 bytes: always 401).
+    pub jwt_secret: Option<Secret>,
+    /// `None`: derive `<scheme>://<host>/problems` from each request.
+    pub problem_base_url: Option<String>,
+    pub max_body_bytes: usize,
+    pub rate_limit_per_minute: Option<u32>,
+    /// `TRUSTED_PROXIES`: how many reverse proxies in front of the service append to
+    /// `X-Forwarded-For` (`TRUST_FORWARDED_FOR=true` means 1). 0 (default): the socket peer is
+    /// the client, and forwarding headers are ignored everywhere.
+    pub trusted_proxies: TrustedProxies,
+    /// `REQUEST_TIMEOUT` (seconds, default 30): a request's body must have arrived this long
+    /// after its head, or the answer is 408 and the connection is closed.
+    pub request_timeout: Duration,
+    /// `MAX_CONNECTIONS_PER_CLIENT` (default 64): open connections one client address may hold
+    /// (the socket peer; with trusted proxies, the proxies are the peers and are not capped).
+    pub max_connections_per_client: usize,
+    pub workers: Option<usize>,
+    pub cors_origins: Vec<String>,
+    /// `DEPRECATION_HEADER_FORM`: `true` (default, `Deprecation: true`) or `rfc9745`
+    /// (`Deprecation: @1767225600`, the V1 deprecation date) on every V1 response.
+    pub deprecation_form: versioned_notes::DeprecationForm,
+    /// `WEBHOOK_SECRET`. `None`: every webhook delivery is refused (401) and start-up warns.
+    pub webhook_secret: Option<Secret>,
+    /// `WEBHOOK_SECRET_PREVIOUS`: also accepted, for rotation without downtime.
+    pub webhook_secret_previous: Option<Secret>,
+    /// The clock of webhook freshness checks: the system's; never read from the environment
+    /// (the tests of the shared vectors, which carry their own time, fix it).
+    pub webhook_clock: webhooks::Clock,
+    /// `API_AUTH`: `off` (default) or `tokens` (areas A, B, C and E require
+    /// `Authorization: Bearer <token>` issued by area D).
+    pub api_auth: crate::auth::ApiAuth,
+    /// `TOKEN_DEFAULT_DAYS` (90) and `TOKEN_MAX_DAYS` (365): how long an issued token lives
+    /// when its request names no expiry, and the longest it may name.
+    pub token_lifetime: tokens::Lifetime,
+    /// `TOKEN_MAX_ACTIVE` (100): active tokens one user may hold; one more is 409.
+    pub token_max_active: u32,
+    /// `IDEMPOTENCY_TTL_SECS` (86,400): how long a create's `Idempotency-Key` and first answer
+    /// are kept for retries; pruned in the background after that.
+    pub idempotency_ttl: Duration,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub variable: &'static str,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid configuration: {}: {}",
+            self.variable, self.message
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/service.db";
+pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
+pub const DEFAULT_SERVICE_NAME: &str = "notes-service";
+pub const DEFAULT_API_KEY_HEADER: &str = "X-API-Key";
+pub use http_edge::middleware::limits::DEFAULT_MAX_BODY_BYTES;
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 64;
+/// The shortest `WEBHOOK_SECRET`, API key or `JWT_SECRET` accepted: 32 bytes (256 bits, the
+/// HMAC-SHA256 output size; RFC 7518 §3.2 requires at least that for HS256). A short webhook
+/// secret was recovered online in 89 requests.
+pub const MIN_SECRET_BYTES: usize = credentials::MIN_SECRET_BYTES;
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            database_url: DEFAULT_DATABASE_URL.to_owned(),
+            db_timeouts: storage::Timeouts::default(),
+            sqlite_synchronous: storage::Synchronous::default(),
+            sqlite_max_pages: None,
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            service_name: DEFAULT_SERVICE_NAME.to_owned(),
+            api_keys: Vec::new(),
+            api_key_header: DEFAULT_API_KEY_HEADER.to_owned(),
+            jwt_secret: None,
+            problem_base_url: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            rate_limit_per_minute: None,
+            trusted_proxies: TrustedProxies(0),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+            workers: None,
+            cors_origins: Vec::new(),
+            deprecation_form: versioned_notes::DeprecationForm::default(),
+            webhook_secret: None,
+            webhook_secret_previous: None,
+            webhook_clock: webhooks::Clock::System,
+            api_auth: crate::auth::ApiAuth::Off,
+            token_lifetime: tokens::Lifetime::default(),
+            token_max_active: tokens::MAX_ACTIVE_DEFAULT,
+            idempotency_ttl: idempotency::DEFAULT_TTL,
+        }
+    }
+}
+
+impl Settings {
+    /// The database `DATABASE_URL` names, with the configured timeouts and durability.
+    pub fn database(&self) -> Result<storage::Database, ConfigError> {
+        Ok(parse_database(&self.database_url)?
+            .with_timeouts(self.db_timeouts)
+            .with_synchronous(self.sqlite_synchronous)
+            .with_max_pages(self.sqlite_max_pages))
+    }
+
+    /// Reads the process environment (after loading `.env` if present).
+    pub fn from_env() -> Result<Settings, ConfigError> {
+        let _ = dotenvy::dotenv();
+        Settings::from_lookup(|name| std::env::var(name).ok())
+    }
+}
+
+fn parse_database(url: &str) -> Result<storage::Database, ConfigError> {
+    storage::Database::parse(url).map_err(|e| ConfigError {
+        variable: "DATABASE_URL",
+        message: e.to_string(),
+    })
+}
