@@ -3,6 +3,7 @@
 # - domain crates do not depend on the web framework or the OpenAPI layer, and name neither
 #   nor the environment in their sources;
 # - each domain crate builds without its `db` feature, and then compiles no database library;
+# - the server's modules import one another without a cycle;
 # - the HTTP edge (crates/http-edge) depends on the shared mechanisms only, never on a domain
 #   crate or the server, and reads no environment variable: configuration comes in as plain
 #   structs.
@@ -24,7 +25,7 @@ for dir in crates/*/; do
 done
 
 # The edge's own crates: the leaves it may build on.
-edge_may_use="problem-details storage idempotency ownership audit"
+edge_may_use="problem-details pagination storage idempotency ownership audit"
 ours=$(ls crates)
 for dep in $(cargo tree -p http-edge -e normal --depth 1 --prefix none --locked | awk 'NR > 1 {print $1}' | sort -u); do
   if grep -qx "$dep" <<<"$ours" && ! grep -qw "$dep" <<<"$edge_may_use"; then
@@ -44,5 +45,8 @@ for crate in notes articles versioned-notes tokens ledger webhooks idempotency; 
     fi
   done
 done
+# The server's modules import one another without a cycle.
+python3 scripts/check-import-cycles.py crates/server/src >/dev/null || {
+  python3 scripts/check-import-cycles.py crates/server/src; fail=1; }
 [ "$fail" = 0 ] && echo "layering ok"
 exit "$fail"

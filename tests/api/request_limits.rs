@@ -28,6 +28,7 @@ backend_tests!(
     the_leftmost_forwarded_hop_cannot_dodge_the_limit,
     problem_types_never_take_a_scheme_or_host_from_the_client,
     event_pages_are_bounded_in_bytes_and_lead_to_every_event,
+    every_operation_documents_the_body_refusals_it_answers,
 );
 
 async fn note_count(app: &TestApp) -> i64 {
@@ -461,4 +462,63 @@ async fn event_pages_are_bounded_in_bytes_and_lead_to_every_event(backend: Backe
         assert_eq!(Some(&after), sequences.last());
     }
     assert_eq!(sequences, (1..=deposits + 1).collect::<Vec<i64>>());
+}
+
+/// The limits layer answers before any route: every operation of the served document must
+/// list the 413 and the 415 the server really answers on it, and nothing is stored.
+async fn every_operation_documents_the_body_refusals_it_answers(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |s| s.max_body_bytes = 1024)
+        .await
+        .unwrap();
+    let doc = json(app.get("/openapi.json").await, StatusCode::OK).await;
+    let mut checked = 0;
+    for (template, item) in doc["paths"].as_object().unwrap() {
+        let path = template
+            .split('/')
+            .map(|s| if s.starts_with('{') { "1" } else { s })
+            .collect::<Vec<_>>()
+            .join("/");
+        for (method, op) in item.as_object().unwrap() {
+            let Ok(m) = Method::from_bytes(method.to_uppercase().as_bytes()) else {
+                continue;
+            };
+            let documented = &op["responses"];
+            let compressed = app
+                .request(m.clone(), &path)
+                .header("content-type", "application/json")
+                .header("content-encoding", "gzip")
+                .body("{}")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                compressed.status(),
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "{m} {path}"
+            );
+            assert!(
+                documented.get("415").is_some(),
+                "{m} {template} answers 415 undocumented"
+            );
+            let oversized = app
+                .request(m.clone(), &path)
+                .header("content-type", "application/json")
+                .body(vec![b' '; 4096])
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                oversized.status(),
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "{m} {path}"
+            );
+            assert!(
+                documented.get("413").is_some(),
+                "{m} {template} answers 413 undocumented"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 40, "{checked} operations checked");
+    assert_eq!(note_count(&app).await, 0);
 }

@@ -5,7 +5,7 @@ pub enum Error {
     #[error("invalid input")]
     Validation(Vec<FieldError>),
     #[cfg(feature = "db")]
-    #[error("storage failure")]
+    #[error("articles storage failure")]
     Storage(#[from] diesel::result::Error),
 }
 

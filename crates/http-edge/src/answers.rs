@@ -97,3 +97,26 @@ macro_rules! answer_component {
         }
     };
 }
+
+/// Documents `$extractor` in OpenAPI as the security scheme `$name`: `$scheme` (no schema,
+/// no parameters of its own).
+#[macro_export]
+macro_rules! security_scheme {
+    ($extractor:ty, $name:expr, $scheme:expr, $description:expr) => {
+        impl apistos::ApiComponent for $extractor {
+            $crate::no_schema!();
+            fn securities() -> std::collections::BTreeMap<String, apistos::security::SecurityScheme>
+            {
+                let scheme = apistos::security::SecurityScheme {
+                    _type: $scheme,
+                    description: Some($description.to_owned()),
+                    extensions: Default::default(),
+                };
+                std::collections::BTreeMap::from([($name.to_owned(), scheme)])
+            }
+            fn security_requirement_name() -> Option<String> {
+                Some($name.to_owned())
+            }
+        }
+    };
+}

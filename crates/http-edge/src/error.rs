@@ -203,8 +203,9 @@ pub fn problem_schema() -> serde_json::Value {
     })
 }
 
-/// Statuses any operation may document; each operation picks its own with `error_code`.
-const DOCUMENTED: [(u16, &str); 12] = [
+/// Statuses any operation may document; each operation picks its own with `error_code`. The
+/// limits layer's 413 and 415 are documented on every operation (`document::body_limits`).
+const DOCUMENTED: [(u16, &str); 10] = [
     (400, "Malformed request."),
     (401, "Missing or invalid credentials."),
     (403, "Credentials do not allow this operation."),
@@ -214,8 +215,6 @@ const DOCUMENTED: [(u16, &str); 12] = [
         412,
         "If-Match names a version the resource no longer has; nothing was written.",
     ),
-    (413, "The body exceeds MAX_BODY_BYTES."),
-    (415, "The body is not application/json."),
     (422, "Invalid input; `errors` lists every invalid field."),
     (429, "Rate limit exceeded."),
     (503, "A dependency is unavailable."),

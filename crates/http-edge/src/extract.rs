@@ -299,28 +299,37 @@ impl<H: HeaderDoc> FromRequest for RawHeader<H> {
     }
 }
 
+/// The `ApiComponent` methods of a type with no schema of its own (a header, a credential).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! no_schema {
+    () => {
+        fn child_schemas(
+            _: apistos::OpenApiVersion,
+        ) -> Vec<(
+            String,
+            apistos::reference_or::ReferenceOr<apistos::ApistosSchema>,
+        )> {
+            vec![]
+        }
+        fn schema(
+            _: apistos::OpenApiVersion,
+        ) -> Option<(
+            String,
+            apistos::reference_or::ReferenceOr<apistos::ApistosSchema>,
+        )> {
+            None
+        }
+    };
+}
+
 /// Documents an extractor that reads one header as that header (what `RawHeader<H>` shows):
 /// `header_component!(IfMatch, IfMatchDoc)`.
 #[macro_export]
 macro_rules! header_component {
     ($extractor:ty, $doc:ty) => {
         impl apistos::ApiComponent for $extractor {
-            fn child_schemas(
-                _: apistos::OpenApiVersion,
-            ) -> Vec<(
-                String,
-                apistos::reference_or::ReferenceOr<apistos::ApistosSchema>,
-            )> {
-                vec![]
-            }
-            fn schema(
-                _: apistos::OpenApiVersion,
-            ) -> Option<(
-                String,
-                apistos::reference_or::ReferenceOr<apistos::ApistosSchema>,
-            )> {
-                None
-            }
+            $crate::no_schema!();
             fn request_body(
                 _: apistos::OpenApiVersion,
                 _: Option<String>,

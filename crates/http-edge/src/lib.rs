@@ -15,11 +15,13 @@ pub mod answers;
 pub mod conditional;
 pub mod connection;
 pub mod db;
+pub mod document;
 mod edge;
 pub mod error;
 pub mod extract;
 pub mod idempotent;
 pub mod links;
+pub mod list;
 pub mod middleware;
 pub mod serve;
 

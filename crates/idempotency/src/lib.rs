@@ -34,10 +34,27 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 /// An answer as first sent: what a retry with the same key gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
+    /// [`Answer::BY_REFERENCE`] for a record its owner renders itself.
     pub status: u16,
     pub location: Option<String>,
-    /// The JSON body, as sent.
+    /// The JSON body, as sent (or the reference its owner renders the answer from).
     pub body: String,
+}
+
+impl Answer {
+    /// The status of a record that answers by reference: `body` names what the request made,
+    /// and its owner renders the answer from that (the ledger's keys name the event they
+    /// made), so no HTTP status or `Location` is stored.
+    pub const BY_REFERENCE: u16 = 0;
+
+    /// A record that answers by reference (see [`Answer::BY_REFERENCE`]).
+    pub fn by_reference(body: String) -> Self {
+        Answer {
+            status: Answer::BY_REFERENCE,
+            location: None,
+            body,
+        }
+    }
 }
 
 /// What a keyed request came to: its own answer, or the first one replayed.

@@ -13,34 +13,32 @@ pub struct Stored {
     pub answer: Answer,
 }
 
-type Row = (String, i64, Option<String>, String, String);
+/// A record as stored.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = idempotency_keys)]
+struct Row {
+    id: i64,
+    caller: String,
+    idempotency_key: String,
+    fingerprint: String,
+    status: i64,
+    location: Option<String>,
+    body: String,
+    created_at: String,
+}
 
-impl Stored {
-    fn from_row((fingerprint, status, location, body, _): Row) -> Self {
+impl Row {
+    fn stored(self) -> Stored {
         Stored {
-            fingerprint,
+            fingerprint: self.fingerprint,
             answer: Answer {
-                status: u16::try_from(status).unwrap_or(500),
-                location,
-                body,
+                status: u16::try_from(self.status).unwrap_or(500),
+                location: self.location,
+                body: self.body,
             },
         }
     }
 }
-
-const ROW: (
-    idempotency_keys::fingerprint,
-    idempotency_keys::status,
-    idempotency_keys::location,
-    idempotency_keys::body,
-    idempotency_keys::created_at,
-) = (
-    idempotency_keys::fingerprint,
-    idempotency_keys::status,
-    idempotency_keys::location,
-    idempotency_keys::body,
-    idempotency_keys::created_at,
-);
 
 /// The record of a caller's key, unless it was made before the key's `not_before`; such an
 /// expired record is deleted, so the key can be used afresh.
@@ -48,13 +46,13 @@ pub fn find(conn: &mut DbConnection, key: &CallerKey) -> QueryResult<Option<Stor
     let of_key = idempotency_keys::table
         .filter(idempotency_keys::caller.eq(&key.caller))
         .filter(idempotency_keys::idempotency_key.eq(key.key.key()));
-    let row: Option<Row> = of_key.select(ROW).first(conn).optional()?;
+    let row: Option<Row> = of_key.select(Row::as_select()).first(conn).optional()?;
     match row {
-        Some((_, _, _, _, created_at)) if created_at < key.not_before => {
+        Some(row) if row.created_at < key.not_before => {
             diesel::delete(of_key).execute(conn)?;
             Ok(None)
         }
-        Some(row) => Ok(Some(Stored::from_row(row))),
+        Some(row) => Ok(Some(row.stored())),
         None => Ok(None),
     }
 }
@@ -69,15 +67,10 @@ pub fn find_many(conn: &mut DbConnection, keys: &[&CallerKey]) -> QueryResult<Ve
     let raw: Vec<&str> = keys.iter().map(|k| k.key.key()).collect();
     let mut callers: Vec<&str> = keys.iter().map(|k| k.caller.as_str()).collect();
     callers.push(ANYONE);
-    let rows: Vec<(i64, String, String, Row)> = idempotency_keys::table
+    let rows: Vec<Row> = idempotency_keys::table
         .filter(idempotency_keys::idempotency_key.eq_any(&raw))
         .filter(idempotency_keys::caller.eq_any(&callers))
-        .select((
-            idempotency_keys::id,
-            idempotency_keys::caller,
-            idempotency_keys::idempotency_key,
-            ROW,
-        ))
+        .select(Row::as_select())
         .load(conn)?;
     let mut expired = Vec::new();
     let found = keys
@@ -85,14 +78,14 @@ pub fn find_many(conn: &mut DbConnection, keys: &[&CallerKey]) -> QueryResult<Ve
         .map(|want| {
             let of = |caller: &str| {
                 rows.iter()
-                    .find(|(_, c, k, _)| c == caller && k == want.key.key())
+                    .find(|r| r.caller == caller && r.idempotency_key == want.key.key())
             };
-            let (id, _, _, row) = of(&want.caller).or_else(|| of(ANYONE))?;
-            if row.4 < want.not_before {
-                expired.push(*id);
+            let row = of(&want.caller).or_else(|| of(ANYONE))?;
+            if row.created_at < want.not_before {
+                expired.push(row.id);
                 return None;
             }
-            Some(Stored::from_row(row.clone()))
+            Some(row.clone().stored())
         })
         .collect();
     if !expired.is_empty() {

@@ -27,6 +27,22 @@ impl Report {
     }
 }
 
+/// One line per mismatch, then the summary line `server ledger-check` prints.
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for m in &self.mismatches {
+            writeln!(f, "mismatch: account {:?}: {}", m.account_id, m.reason)?;
+        }
+        writeln!(
+            f,
+            "ledger-check: {} accounts, {} events replayed, {} mismatches",
+            self.accounts,
+            self.events,
+            self.mismatches.len()
+        )
+    }
+}
+
 /// Replays one account's events up to the projection's `last_sequence` (events after it were
 /// appended since the projection was read, and are left for the next check). Returns the
 /// number of events replayed and what differs, if anything.

@@ -28,12 +28,12 @@ pub enum Error {
         reason: String,
     },
     #[cfg(feature = "db")]
-    #[error("storage failure")]
+    #[error("ledger storage failure")]
     Storage(#[from] diesel::result::Error),
     /// The storage layer could not run or commit the append's transaction: 503 or 507 by its
     /// fault (the server reads it from the source chain).
     #[cfg(feature = "db")]
-    #[error("storage failure")]
+    #[error("ledger transaction failed")]
     Store(#[from] storage::StoreError),
 }
 

@@ -15,7 +15,7 @@ pub enum Error {
     #[error(transparent)]
     Denied(#[from] ownership::Denied),
     #[cfg(feature = "db")]
-    #[error("storage failure")]
+    #[error("notes storage failure")]
     Storage(#[from] diesel::result::Error),
 }
 

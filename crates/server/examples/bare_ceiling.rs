@@ -50,7 +50,7 @@ async fn main() -> std::io::Result<()> {
         .unwrap_or_else(|| "sqlite://data/service.db".to_owned());
     let bind = args.next().unwrap_or_else(|| "127.0.0.1:8090".to_owned());
     let db = Database::parse(&url).map_err(std::io::Error::other)?;
-    let size = server::app::pool_size(db.backend());
+    let size = db.backend().pool_size();
     let pool = db.pool(size).map_err(std::io::Error::other)?;
     HttpServer::new(move || {
         App::new()

@@ -3,18 +3,17 @@
 use std::net::TcpListener;
 use std::sync::Arc;
 
-use actix_cors::Cors;
 use actix_web::HttpResponse;
 use actix_web::dev::Server;
-use actix_web::middleware::{Condition, Logger, from_fn};
+use actix_web::middleware::{Condition, from_fn};
 use actix_web::web::{self, Data};
 use anyhow::Context as _;
 use apistos::app::{BuildConfig, OpenApiWrapper};
 use serde_json::Value;
 use storage::{Database, Store};
 
-use crate::auth::{self, Access, Rule, Rules};
-use crate::context::Context;
+use crate::auth::{self};
+use crate::context::{AppInfo, Context};
 use crate::deprecation::{self, V1Policy};
 use crate::openapi::{self, SPEC_PATH};
 use crate::routes;
@@ -26,64 +25,6 @@ use http_edge::middleware::problems::{self, ProblemBase};
 use http_edge::middleware::{access_log, head, headers, path, rate_limit};
 use http_edge::serve::Serving;
 
-/// Identity of this instance, for `/`, `/health` and the problem documents.
-#[derive(Debug, Clone)]
-pub struct AppInfo {
-    pub service_name: String,
-}
-
-/// A route module: what registers its routes, and who may call them (crate::auth).
-type Area = (
-    fn(&mut apistos::web::ServiceConfig),
-    &'static [&'static [Rule]],
-);
-
-/// Every route module the OpenAPI document describes, each with its access rules: a module
-/// is registered with its rules or not at all.
-const AREAS: &[Area] = &[
-    (routes::meta::configure, &[routes::meta::ACCESS]),
-    (routes::health::configure, &[routes::health::ACCESS]),
-    (routes::notes::configure, &[routes::notes::ACCESS]),
-    (routes::comments::configure, &[routes::comments::ACCESS]),
-    (routes::tags::configure, &[routes::tags::ACCESS]),
-    (routes::accounts::configure, &[routes::accounts::ACCESS]),
-    (routes::tokens::configure, &[routes::tokens::ACCESS]),
-    (routes::articles::configure, &[routes::articles::ACCESS]),
-    (
-        routes::versioned_notes::configure,
-        &[routes::versioned_notes::ACCESS],
-    ),
-    (
-        routes::examples::configure,
-        &[
-            routes::examples::ACCESS,
-            routes::examples::note_handlers::ACCESS,
-            routes::examples::tag_handlers::ACCESS,
-        ],
-    ),
-    (routes::webhooks::configure, &[routes::webhooks::ACCESS]),
-    (routes::audit::configure, &[routes::audit::ACCESS]),
-];
-
-/// The API's description (registered below, outside the documented routes): public.
-const DOCS_ACCESS: &[Rule] = &[
-    Rule::any(SPEC_PATH, Access::Public),
-    Rule::tree("/docs", Access::Public),
-];
-
-/// Every route the OpenAPI document describes.
-pub fn routes(cfg: &mut apistos::web::ServiceConfig) {
-    for (configure, _) in AREAS {
-        configure(cfg);
-    }
-}
-
-/// Every route's access rule.
-pub fn rules() -> Rules {
-    let areas = AREAS.iter().flat_map(|(_, rules)| rules.iter().copied());
-    Rules::new(areas.chain([DOCS_ACCESS]))
-}
-
 pub struct Application {
     port: u16,
     server: Server,
@@ -94,7 +35,7 @@ pub async fn open_database(settings: &Settings) -> anyhow::Result<Db> {
     let database = settings.database()?;
     let store = web::block(move || -> anyhow::Result<_> {
         // Opening the store first creates the SQLite directory.
-        let store = Store::open(database.clone(), pool_size(database.backend()))
+        let store = Store::open(database.clone(), database.backend().pool_size())
             .context("DATABASE_URL: cannot connect")?;
         migrate(&database)?;
         Ok(store)
@@ -107,40 +48,23 @@ pub async fn open_database(settings: &Settings) -> anyhow::Result<Db> {
 /// that died mid-migration, until PostgreSQL notices, or by another instance migrating).
 pub const MIGRATION_PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// Applies pending migrations on a connection of its own, without the statement timeout that
-/// bounds requests (a migration that backfills a large table may run for minutes), outlasting
-/// a lock another session holds for up to [`MIGRATION_PATIENCE`] (one log line per wait).
+/// [`storage::migrate`], one log line per wait and one when done.
 fn migrate(database: &Database) -> anyhow::Result<()> {
-    let unbounded = database.clone().with_timeouts(storage::Timeouts {
-        statement: std::time::Duration::ZERO,
-        ..database.timeouts
-    });
-    let mut conn = unbounded
-        .establish()
-        .context("DATABASE_URL: cannot connect")?;
-    let applied =
-        storage::run_migrations_patiently(&mut conn, MIGRATION_PATIENCE, |waited, why| {
-            log::warn!(
-                "migrations wait for a lock another session holds ({:.0} s so far, at most {} s; \
+    let done = storage::migrate(database, MIGRATION_PATIENCE, |waited, why| {
+        log::warn!(
+            "migrations wait for a lock another session holds ({:.0} s so far, at most {} s; \
              a server that died mid-migration holds it until PostgreSQL notices): {why}",
-                waited.as_secs_f64(),
-                MIGRATION_PATIENCE.as_secs()
-            );
-        })
-        .map_err(|e| anyhow::anyhow!("DATABASE_URL: migrations failed: {e}"))?;
-    let at = storage::applied_migrations(&mut conn)
-        .ok()
-        .and_then(|versions| versions.into_iter().max())
-        .unwrap_or_default();
-    log::info!("migrations: {applied} applied now; the schema is at version {at}");
+            waited.as_secs_f64(),
+            MIGRATION_PATIENCE.as_secs()
+        );
+    })
+    .map_err(|e| anyhow::anyhow!("DATABASE_URL: migrations failed: {e}"))?;
+    log::info!(
+        "migrations: {} applied now; the schema is at version {}",
+        done.applied,
+        done.version
+    );
     Ok(())
-}
-
-pub fn pool_size(backend: storage::Backend) -> u32 {
-    match backend {
-        storage::Backend::Sqlite => 8,
-        storage::Backend::Postgres => 16,
-    }
 }
 
 impl Application {
@@ -160,7 +84,19 @@ impl Application {
         let doc = Arc::new(openapi::generate_for(settings.api_auth).await);
         let db_backend = db.backend();
         let store = db.store().clone();
-        let credentials = auth::Credentials::from_settings(&settings);
+        let v1_usage = versioned_notes::UsageRecorder::new(store.clone());
+        let v1 = deprecation::V1 {
+            policy: V1Policy {
+                form: settings.deprecation_form,
+                proxies: settings.trusted_proxies,
+            },
+            usage: v1_usage.clone(),
+        };
+        let guard = auth::Guard {
+            mode: settings.api_auth,
+            rules: routes::rules(),
+            credentials: auth::Credentials::from_settings(&settings),
+        };
         let context = Context {
             info: AppInfo {
                 service_name: settings.service_name.clone(),
@@ -168,16 +104,7 @@ impl Application {
             appender: ledger::Appender::new(store.clone()),
             recorder: webhooks::Recorder::new(store.clone()),
             intake: routes::webhooks::intake(&settings)?,
-            v1: V1Policy {
-                form: settings.deprecation_form,
-                proxies: settings.trusted_proxies,
-            },
-            v1_usage: versioned_notes::UsageRecorder::new(store.clone()),
-            guard: auth::Guard {
-                mode: settings.api_auth,
-                rules: rules(),
-                credentials,
-            },
+            v1_usage,
             token_policy: tokens::Policy {
                 lifetime: settings.token_lifetime,
                 max_active: settings.token_max_active,
@@ -200,24 +127,17 @@ impl Application {
         let shared = Shared {
             edge: Data::new(edge),
             context: Data::new(context),
+            guard: Data::new(guard),
+            v1: Data::new(v1),
             cors_origins: settings.cors_origins.clone(),
             doc,
         };
-        let workers = settings.workers.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-        });
-        // No more threads for database calls than the pool has connections: a thread beyond
-        // them would only wait for one, and each thread's malloc arena keeps what it once
-        // held (16 threads took the SQLite server to 108 MiB on a 1,000,000-row table, the pool
-        // size to 43 MiB; docs/PERFORMANCE.md, "Memory").
-        let pool = usize::try_from(pool_size(db_backend)).unwrap_or(usize::MAX);
-        let serving = Serving {
-            workers,
-            blocking_threads: pool.div_ceil(workers),
+        let serving = Serving::new(
+            settings.workers,
+            db_backend.pool_size(),
             // Behind trusted proxies every connection comes from a proxy: no per-address cap.
-            connections_per_client: (settings.trusted_proxies.0 == 0)
-                .then_some(settings.max_connections_per_client),
-        };
+            (settings.trusted_proxies.0 == 0).then_some(settings.max_connections_per_client),
+        );
         let server = http_edge::serve::serve(listener, serving, move || shared.clone().app())?;
         Ok(Application { port, server })
     }
@@ -241,29 +161,10 @@ impl Application {
 struct Shared {
     edge: Data<Edge>,
     context: Data<Context>,
+    guard: Data<auth::Guard>,
+    v1: Data<deprecation::V1>,
     cors_origins: Vec<String>,
     doc: Arc<Value>,
-}
-
-/// Cross-origin access for the configured origins only (`CORS_ORIGINS`); the request id and
-/// rate-limit headers are readable by browser clients.
-fn cors(origins: &[String]) -> Cors {
-    origins
-        .iter()
-        .fold(Cors::default(), |cors, origin| cors.allowed_origin(origin))
-        .allow_any_method()
-        .allow_any_header()
-        .expose_headers([
-            "x-request-id",
-            "ratelimit-limit",
-            "ratelimit-remaining",
-            "ratelimit-reset",
-            "retry-after",
-            "deprecation",
-            "sunset",
-            "link",
-        ])
-        .max_age(600)
 }
 
 impl Shared {
@@ -283,9 +184,11 @@ impl Shared {
             .document(openapi::spec())
             .app_data(self.edge)
             .app_data(self.context)
+            .app_data(self.guard)
+            .app_data(self.v1)
             .app_data(web::PathConfig::default().error_handler(problems::path_error));
         // Innermost first: a request passes them bottom-up (see docs/ARCHITECTURE.md).
-        app.configure(routes)
+        app.configure(routes::configure)
             .default_service(web::to(problems::no_route))
             .wrap(from_fn(head::as_get))
             .wrap(from_fn(deprecation::count))
@@ -297,16 +200,9 @@ impl Shared {
             .wrap(from_fn(headers::stamp))
             .wrap(Condition::new(
                 !self.cors_origins.is_empty(),
-                cors(&self.cors_origins),
+                headers::cors(&self.cors_origins),
             ))
-            .wrap(
-                Logger::new(
-                    "%a \"%{request_line}xi\" %s %b %Dms request_id=%{x-request-id}o \
-                     actor=%{actor}xo",
-                )
-                .custom_request_replace("request_line", access_log::log_safe_request_line)
-                .custom_response_replace("actor", access_log::actor),
-            )
+            .wrap(access_log::logger())
             .wrap(from_fn(path::normalize))
             .build_with(SPEC_PATH, BuildConfig::default().disable_openapi_route())
             .route(

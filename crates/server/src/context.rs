@@ -1,14 +1,17 @@
-//! [`Context`]: what the server's routes and layers share beyond the edge's
-//! ([`http_edge::Edge`]), built once from the settings and registered as one piece of app
-//! data. A request that finds none is a wiring mistake answered with a 500.
+//! [`Context`]: what the server's handlers share beyond the edge's ([`http_edge::Edge`]),
+//! built once from the settings and registered as one piece of app data; the server's two
+//! layers have theirs (`auth::Guard`, `deprecation::V1`). A request that finds one missing is
+//! a wiring mistake answered with a 500.
 
 use actix_web::HttpRequest;
 use actix_web::web::Data;
 use http_edge::error::ApiError;
 
-use crate::AppInfo;
-use crate::auth::Guard;
-use crate::deprecation::V1Policy;
+/// Identity of this instance, for `/`, `/health` and the problem documents.
+#[derive(Debug, Clone)]
+pub struct AppInfo {
+    pub service_name: String,
+}
 
 pub struct Context {
     pub info: AppInfo,
@@ -18,10 +21,7 @@ pub struct Context {
     pub recorder: webhooks::Recorder,
     /// Webhook signatures: the secrets and the clock.
     pub intake: webhooks::Intake,
-    pub v1: V1Policy,
     pub v1_usage: versioned_notes::UsageRecorder,
-    /// Who may call what, and the operator's and the examples' credentials.
-    pub guard: Guard,
     pub token_policy: tokens::Policy,
     /// Deletes expired idempotency keys while the app lives.
     pub pruner: idempotency::Pruner,

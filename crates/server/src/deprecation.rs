@@ -14,8 +14,6 @@ use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use versioned_notes::{DeprecationForm, caller};
 
-use crate::context::Context;
-
 use http_edge::actor::actor_in;
 use http_edge::middleware::client::TrustedProxies;
 
@@ -24,6 +22,13 @@ use http_edge::middleware::client::TrustedProxies;
 pub struct V1Policy {
     pub form: DeprecationForm,
     pub proxies: TrustedProxies,
+}
+
+/// What the V1 layers read: the settings' policy and this instance's usage recorder (the
+/// same recorder `GET /metrics/v1-usage` writes before it reads).
+pub struct V1 {
+    pub policy: V1Policy,
+    pub usage: versioned_notes::UsageRecorder,
 }
 
 /// `/v1` itself or anything below it.
@@ -39,7 +44,7 @@ pub async fn headers(
     if !is_v1(req.path()) {
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
-    let form = Context::of(req.request())?.v1.form;
+    let form = http_edge::registered::<V1>(req.request())?.policy.form;
     let mut res = next.call(req).await?.map_into_boxed_body();
     let headers = res.headers_mut();
     for (name, value) in form.headers() {
@@ -58,8 +63,8 @@ pub async fn count(
     if !is_v1(req.path()) {
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
-    let context = http_edge::registered::<Context>(req.request())?.clone();
-    let policy = context.v1;
+    let v1 = http_edge::registered::<V1>(req.request())?.clone();
+    let policy = v1.policy;
     let authenticated = actor_in(&req.extensions()).owner_id();
     let who = match authenticated {
         Some(user_id) => caller(Some(&user_id.to_string()), None),
@@ -69,6 +74,6 @@ pub async fn count(
         ),
     };
     let res = next.call(req).await?.map_into_boxed_body();
-    context.v1_usage.record(&who);
+    v1.usage.record(&who);
     Ok(res)
 }

@@ -9,5 +9,6 @@ pub mod progress;
 pub mod routes;
 pub mod settings;
 
-pub use app::{AppInfo, Application};
+pub use app::Application;
+pub use context::AppInfo;
 pub use settings::{Secret, Settings};

@@ -118,21 +118,10 @@ async fn run() -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
             let settings = init()?;
-            raise_open_file_limit();
+            http_edge::serve::raise_open_file_limit();
             log::info!("database: {}", settings.database()?.describe());
             let app = Application::build(settings.clone()).await?;
-            log::info!(
-                "authentication: API_AUTH={}",
-                match settings.api_auth {
-                    server::auth::ApiAuth::Off => {
-                        "off (no credential is checked but the example routes' and the webhook's)"
-                    }
-                    server::auth::ApiAuth::Tokens => {
-                        "tokens (every route but the public ones needs a bearer token or the \
-                         operator key)"
-                    }
-                }
-            );
+            log::info!("authentication: API_AUTH={}", settings.api_auth.describe());
             log::info!("listening on http://{}:{}", settings.bind.ip(), app.port());
             app.run_until_stopped().await?;
         }
@@ -170,15 +159,7 @@ async fn run() -> anyhow::Result<()> {
                 Ok(report)
             })
             .await??;
-            for m in &report.mismatches {
-                println!("mismatch: account {:?}: {}", m.account_id, m.reason);
-            }
-            println!(
-                "ledger-check: {} accounts, {} events replayed, {} mismatches",
-                report.accounts,
-                report.events,
-                report.mismatches.len()
-            );
+            print!("{report}");
             if !report.is_consistent() {
                 std::process::exit(1);
             }
@@ -260,21 +241,6 @@ fn init() -> anyhow::Result<Settings> {
     let settings = Settings::from_env()?;
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     Ok(settings)
-}
-
-/// Raises the soft limit on open files to the hard one. The common soft default of 1,024 let
-/// 1,100 idle connections stop the server from accepting any more (`/health` included); the
-/// per-client connection cap and the request deadline bound what one client holds, and this
-/// leaves room for many clients.
-fn raise_open_file_limit() {
-    use rustix::process::{Resource, getrlimit, setrlimit};
-    let mut limit = getrlimit(Resource::Nofile);
-    if limit.current < limit.maximum {
-        limit.current = limit.maximum;
-        if let Err(err) = setrlimit(Resource::Nofile, limit) {
-            log::warn!("cannot raise the open-file limit: {err}");
-        }
-    }
 }
 
 /// [`init`] for the one-shot commands: a ledger check or a seed over a large database may run

@@ -4,6 +4,7 @@ mod backend;
 mod checkpoint;
 pub mod counts;
 pub mod fault;
+mod fault_log;
 pub mod files;
 pub mod group_commit;
 mod migrations;
@@ -22,8 +23,8 @@ pub use checkpoint::{CATCH_UP_FRAMES, CHECKPOINTER_NICE, REWIND_AT_FRAMES};
 pub use fault::{Failure, Fault, StoreError};
 pub use group_commit::GroupCommit;
 pub use migrations::{
-    MigrationError, applied_migrations, migration_names, revert_all_migrations, run_migrations,
-    run_migrations_patiently,
+    Migrated, MigrationError, applied_migrations, migrate, migration_names, revert_all_migrations,
+    run_migrations, run_migrations_patiently,
 };
 pub use store::{FAULT_MEMORY, Store};
 pub use write_queue::WriteQueue;

@@ -36,6 +36,34 @@ pub fn run_migrations_patiently(
     }
 }
 
+/// What [`migrate`] did: how many migrations it applied, and the schema's version after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Migrated {
+    pub applied: usize,
+    pub version: String,
+}
+
+/// Applies pending migrations on a connection of its own, without the statement timeout that
+/// bounds requests (a migration that backfills a large table may run for minutes), outlasting
+/// a lock another session holds for up to `patience` ([`run_migrations_patiently`]).
+pub fn migrate(
+    database: &crate::Database,
+    patience: std::time::Duration,
+    waiting: impl FnMut(std::time::Duration, &MigrationError),
+) -> Result<Migrated, MigrationError> {
+    let unbounded = database.clone().with_timeouts(crate::Timeouts {
+        statement: std::time::Duration::ZERO,
+        ..database.timeouts
+    });
+    let mut conn = unbounded.establish()?;
+    let applied = run_migrations_patiently(&mut conn, patience, waiting)?;
+    let version = applied_migrations(&mut conn)?
+        .into_iter()
+        .max()
+        .unwrap_or_default();
+    Ok(Migrated { applied, version })
+}
+
 /// A migration stopped because a lock it needs is held elsewhere (PostgreSQL's
 /// `lock_timeout`, SQLite's `busy_timeout`).
 fn is_lock_wait(e: &MigrationError) -> bool {

@@ -12,7 +12,7 @@
 //! - the SQLite files are checked before and after each write ([`crate::files`]);
 //! - the last write fault is remembered for a while, for `/health`.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,7 @@ use diesel::r2d2::R2D2Connection;
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::fault::{Failure, Fault, StoreError};
+use crate::fault_log::FaultLog;
 use crate::files::Files;
 use crate::{Backend, Database, DbConnection, Pool, PooledConn, StorageError};
 
@@ -391,37 +392,6 @@ fn rollback(conn: &mut DbConnection) -> diesel::QueryResult<()> {
     crate::with_backend!(conn, |c| AnsiTransactionManager::rollback_transaction(c))
 }
 
-/// The last write fault and when it happened (time since the store started), lock-free: every
-/// successful write clears it.
-#[derive(Default)]
-struct FaultLog {
-    code: AtomicU8,
-    at_ms: AtomicU64,
-}
-
-impl FaultLog {
-    fn record(&self, fault: Fault, at: Duration) {
-        self.at_ms.store(
-            at.as_millis().try_into().unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
-        self.code.store(fault.code(), Ordering::Release);
-    }
-
-    fn clear(&self) {
-        // Most writes succeed: skip the store when there is nothing to clear.
-        if self.code.load(Ordering::Relaxed) != 0 {
-            self.code.store(0, Ordering::Release);
-        }
-    }
-
-    fn recent(&self, now: Duration, memory: Duration) -> Option<Fault> {
-        let fault = Fault::from_code(self.code.load(Ordering::Acquire))?;
-        let at = Duration::from_millis(self.at_ms.load(Ordering::Relaxed));
-        (now.saturating_sub(at) < memory).then_some(fault)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -504,19 +474,5 @@ mod tests {
         );
         drop((other, reader, store));
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn fault_log_forgets_after_a_success_or_a_while() {
-        let log = FaultLog::default();
-        assert_eq!(log.recent(Duration::ZERO, FAULT_MEMORY), None);
-        log.record(Fault::Full, Duration::from_secs(1));
-        assert_eq!(
-            log.recent(Duration::from_secs(2), FAULT_MEMORY),
-            Some(Fault::Full)
-        );
-        assert_eq!(log.recent(Duration::from_secs(12), FAULT_MEMORY), None);
-        log.clear();
-        assert_eq!(log.recent(Duration::from_secs(2), FAULT_MEMORY), None);
     }
 }

@@ -1,11 +1,13 @@
 #![doc = include_str!("../README.md")]
 
+mod describe;
 mod gateway;
 mod http;
 mod secret;
 mod upstream;
 
-pub use gateway::{Attempt, Gateway, GatewayConfig, Selection, output_schema, retry_key};
+pub use describe::output_schema;
+pub use gateway::{Attempt, Gateway, GatewayConfig, Selection, retry_key};
 pub use http::{Client, ClientTokens, HttpLimits, LOOPBACK_ORIGINS, router, serve_http};
 pub use secret::BearerToken;
 pub use upstream::{REQUEST_TIMEOUT, TOKEN_ENV};

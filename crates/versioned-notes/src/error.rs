@@ -13,7 +13,7 @@ pub enum Error {
         source: serde_json::Error,
     },
     #[cfg(feature = "db")]
-    #[error("storage failure")]
+    #[error("versioned notes storage failure")]
     Storage(#[from] diesel::result::Error),
 }
 

@@ -16,12 +16,12 @@ pub enum Error {
     #[error("invalid event_type")]
     Validation(Vec<FieldError>),
     #[cfg(feature = "db")]
-    #[error("storage failure")]
+    #[error("webhook events storage failure")]
     Storage(#[from] diesel::result::Error),
     /// The storage layer could not run or commit the delivery's transaction: 503 or 507 by its
     /// fault (the server reads it from the source chain; the cause goes to the log only).
     #[cfg(feature = "db")]
-    #[error("storage failure")]
+    #[error("webhook events transaction failed")]
     Store(#[from] storage::StoreError),
 }
 

@@ -124,6 +124,16 @@ fn mask_hex_runs(s: &str) -> String {
     out
 }
 
+/// The access log: one line per request with the client, the request line (credentials
+/// masked), status, size, duration, request id and who it acted for.
+pub fn logger() -> actix_web::middleware::Logger {
+    actix_web::middleware::Logger::new(
+        "%a \"%{request_line}xi\" %s %b %Dms request_id=%{x-request-id}o actor=%{actor}xo",
+    )
+    .custom_request_replace("request_line", log_safe_request_line)
+    .custom_response_replace("actor", actor)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

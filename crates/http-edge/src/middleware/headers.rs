@@ -54,6 +54,29 @@ pub async fn stamp(
     Ok(res)
 }
 
+/// Cross-origin access for the configured origins only (`CORS_ORIGINS`); the request id and
+/// rate-limit headers are readable by browser clients.
+pub fn cors(origins: &[String]) -> actix_cors::Cors {
+    origins
+        .iter()
+        .fold(actix_cors::Cors::default(), |cors, origin| {
+            cors.allowed_origin(origin)
+        })
+        .allow_any_method()
+        .allow_any_header()
+        .expose_headers([
+            "x-request-id",
+            "ratelimit-limit",
+            "ratelimit-remaining",
+            "ratelimit-reset",
+            "retry-after",
+            "deprecation",
+            "sunset",
+            "link",
+        ])
+        .max_age(600)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

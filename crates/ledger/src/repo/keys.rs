@@ -80,16 +80,15 @@ pub struct NewKey<'a> {
 pub fn insert_keys(conn: &mut DbConnection, keys: &[NewKey<'_>]) -> diesel::QueryResult<()> {
     let answers: Vec<Answer> = keys
         .iter()
-        .map(|k| Answer {
-            status: 201,
-            // Sequence 1 is the account's opening, answered with its Location.
-            location: (k.sequence == 1).then(|| format!("/accounts/{}", k.aggregate_id)),
-            body: serde_json::to_string(&Reference {
-                aggregate_id: k.aggregate_id.into(),
-                sequence: k.sequence,
-            })
-            // A string and a number: serializing them cannot fail.
-            .unwrap_or_default(),
+        .map(|k| {
+            Answer::by_reference(
+                serde_json::to_string(&Reference {
+                    aggregate_id: k.aggregate_id.into(),
+                    sequence: k.sequence,
+                })
+                // A string and a number: serializing them cannot fail.
+                .unwrap_or_default(),
+            )
         })
         .collect();
     let rows: Vec<_> = keys

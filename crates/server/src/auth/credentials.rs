@@ -4,16 +4,13 @@
 //! module reads the headers, answers 401 problems with a `WWW-Authenticate` challenge and
 //! documents both schemes in OpenAPI.
 
-use std::collections::BTreeMap;
 use std::future::{Ready, ready};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use actix_web::dev::Payload;
 use actix_web::http::header::{HeaderName, HeaderValue, WWW_AUTHENTICATE};
 use actix_web::{FromRequest, HttpRequest};
-use apistos::reference_or::ReferenceOr;
-use apistos::security::{ApiKey, ApiKeyIn, Http, SecurityScheme, SecurityType};
-use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
+use apistos::security::{ApiKey, ApiKeyIn, Http, SecurityType};
 use credentials::{ApiKeys, Error, Hs256, MIN_SECRET_BYTES};
 use serde_json::{Map, Value};
 
@@ -93,9 +90,9 @@ fn with_auth<T>(
     unconfigured: Error,
     challenge: impl FnOnce(Option<&Credentials>) -> String,
 ) -> Ready<Result<T, actix_web::Error>> {
-    let auth = crate::context::Context::of(req)
+    let auth = http_edge::registered::<super::Guard>(req)
         .ok()
-        .map(|c| &c.guard.credentials);
+        .map(|guard| &guard.credentials);
     let result = auth.map_or(Err(unconfigured), check);
     ready(result.map_err(|e| unauthorized(e, &challenge(auth))))
 }
@@ -139,33 +136,7 @@ impl FromRequest for BearerClaims {
     }
 }
 
-/// Documents `$extractor` in OpenAPI as the security scheme `$name`: `$scheme` (no schema,
-/// no parameters of its own).
-macro_rules! security_scheme {
-    ($extractor:ty, $name:expr, $scheme:expr, $description:expr) => {
-        impl ApiComponent for $extractor {
-            fn child_schemas(_: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-                vec![]
-            }
-            fn schema(_: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-                None
-            }
-            fn securities() -> BTreeMap<String, SecurityScheme> {
-                let scheme = SecurityScheme {
-                    _type: $scheme,
-                    description: Some($description.to_owned()),
-                    extensions: Default::default(),
-                };
-                BTreeMap::from([($name.to_owned(), scheme)])
-            }
-            fn security_requirement_name() -> Option<String> {
-                Some($name.to_owned())
-            }
-        }
-    };
-}
-
-security_scheme!(
+http_edge::security_scheme!(
     ApiKeyAuth,
     "api_key",
     SecurityType::ApiKey(ApiKey {
@@ -175,7 +146,7 @@ security_scheme!(
     "One of the keys in API_KEYS; the header name is API_KEY_HEADER (default X-API-Key)."
 );
 
-security_scheme!(
+http_edge::security_scheme!(
     BearerClaims,
     "bearer_jwt",
     SecurityType::Http(Http {

@@ -32,29 +32,12 @@ use actix_web::middleware::Next;
 use ownership::Actor;
 use problem_details::{Problem, Slug};
 
-use crate::context::Context;
 use http_edge::db::Db;
 use http_edge::error::ApiError;
 
 pub use credentials::{ApiKeyAuth, BearerClaims, Credentials};
 
-/// The `API_AUTH` setting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ApiAuth {
-    #[default]
-    Off,
-    Tokens,
-}
-
-impl ApiAuth {
-    pub fn parse(value: &str) -> Option<ApiAuth> {
-        match value.trim().to_ascii_lowercase().as_str() {
-            "off" | "none" | "false" => Some(ApiAuth::Off),
-            "tokens" => Some(ApiAuth::Tokens),
-            _ => None,
-        }
-    }
-}
+pub use crate::settings::ApiAuth;
 
 /// What a route needs in tokens mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,8 +211,7 @@ pub async fn guard(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let context = http_edge::registered::<Context>(req.request())?.clone();
-    let guard = &context.guard;
+    let guard = http_edge::registered::<Guard>(req.request())?.clone();
     let needs = match guard.rules.needs(req.method(), req.path()) {
         n if n.access == Access::Bearer && guard.rules.opened_for_another_method(&req) => Needs {
             access: Access::Public,
@@ -317,11 +299,11 @@ mod tests {
     use super::*;
 
     fn access(method: &Method, path: &str) -> Access {
-        crate::app::rules().access(method, path)
+        crate::routes::rules().access(method, path)
     }
 
     fn needs(method: &Method, path: &str) -> Needs {
-        crate::app::rules().needs(method, path)
+        crate::routes::rules().needs(method, path)
     }
 
     #[test]
@@ -402,7 +384,7 @@ mod tests {
     #[actix_web::test]
     async fn every_documented_operation_has_a_declared_rule() {
         let doc = crate::openapi::generate().await;
-        let rules = crate::app::rules();
+        let rules = crate::routes::rules();
         let mut operations = 0;
         for (path, item) in doc["paths"].as_object().unwrap() {
             for method in item.as_object().unwrap().keys() {

@@ -8,7 +8,7 @@ use crate::auth::{Access, ApiAuth};
 use crate::deprecation::is_v1;
 use http_edge::error::{PROBLEM_CONTENT_TYPE, PROBLEM_SCHEMA};
 
-use super::operations_mut;
+use http_edge::document::operations_mut;
 
 /// The headers every response under `/v1` carries (`middleware::deprecation`), documented on
 /// each of its responses.
@@ -56,7 +56,7 @@ pub(super) fn v1(doc: &mut Value) {
 }
 
 /// Operations that never touch the database, so no storage fault can reach them.
-const NO_DATABASE: [&str; 6] = [
+pub(super) const NO_DATABASE: [&str; 6] = [
     "/",
     "/problems/{slug}",
     "/examples/ping",
@@ -64,44 +64,6 @@ const NO_DATABASE: [&str; 6] = [
     "/examples/protected",
     "/health",
 ];
-
-/// Every operation that touches the database may answer 503 (unreachable, busy, read-only or
-/// replaced files); every write may also answer 507 (full disk). Both carry `Retry-After`.
-/// Documented here once instead of on each handler, so a new route gets it too.
-pub(super) fn storage_faults(doc: &mut Value) {
-    let answer = |description: &str| {
-        json!({
-            "description": description,
-            "headers": {"Retry-After": {
-                "description": "Seconds to wait before retrying.",
-                "schema": {"type": "integer"}
-            }},
-            "content": {PROBLEM_CONTENT_TYPE: {"schema": {
-                "$ref": format!("#/components/schemas/{PROBLEM_SCHEMA}")
-            }}}
-        })
-    };
-    let operations =
-        operations_mut(doc).filter(|(path, _, _)| !NO_DATABASE.contains(&path.as_str()));
-    for (_, method, op) in operations {
-        let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) else {
-            continue;
-        };
-        responses.insert(
-            "503".to_owned(),
-            answer(
-                "The database is unavailable, busy or refuses writes (service-unavailable, \
-                 storage-unavailable); nothing was written.",
-            ),
-        );
-        if matches!(method.as_str(), "post" | "put" | "patch" | "delete") {
-            responses.insert(
-                "507".to_owned(),
-                answer("The database's disk is full (insufficient-storage); nothing was written."),
-            );
-        }
-    }
-}
 
 /// The scheme of area D's bearer tokens, the one `API_AUTH=tokens` asks for.
 pub const BEARER_SCHEME: &str = "bearer_token";
@@ -116,7 +78,7 @@ pub const API_KEY_SCHEME: &str = "api_key";
 /// With `API_AUTH=off` nothing is guarded: an operation declares only the credential its own
 /// handler checks, and no refusal of the guard.
 pub(super) fn security(doc: &mut Value, mode: ApiAuth) {
-    let rules = crate::app::rules();
+    let rules = crate::routes::rules();
     for (path, method, op) in operations_mut(doc) {
         let Ok(method) = method.to_uppercase().parse::<Method>() else {
             continue;
@@ -170,26 +132,6 @@ pub(super) fn security(doc: &mut Value, mode: ApiAuth) {
             "servers".to_owned(),
             json!([{"url": "/", "description": "This service (the host serving this document)."}]),
         );
-    }
-}
-
-/// OpenAPI 3.0 has no `null` type: the generator writes an optional enum as
-/// `anyOf: [{$ref}, {nullable: true, enum: [null]}]`, whose second branch has `nullable`
-/// without a `type` (invalid: `nullable` qualifies a type). A branch that admits only `null`
-/// gets a type, which changes nothing it admits.
-pub(super) fn type_null_branches(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            let null_only = map.get("nullable") == Some(&Value::Bool(true))
-                && !map.contains_key("type")
-                && map.get("enum") == Some(&json!([null]));
-            if null_only {
-                map.insert("type".to_owned(), json!("string"));
-            }
-            map.values_mut().for_each(type_null_branches);
-        }
-        Value::Array(items) => items.iter_mut().for_each(type_null_branches),
-        _ => {}
     }
 }
 

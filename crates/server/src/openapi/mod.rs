@@ -7,22 +7,18 @@
 mod complete;
 mod links;
 
-use std::collections::HashMap;
-
-use actix_web::http::Method;
 use apistos::app::OpenApiWrapper;
 use apistos::info::Info;
 use apistos::spec::Spec;
 use serde_json::{Value, json};
 
 use crate::auth::ApiAuth;
+use http_edge::document::{body_limits, operation_mut, storage_faults, type_null_branches};
 use http_edge::error::{PROBLEM_SCHEMA, problem_schema};
-use http_edge::middleware::problems::RouteTable;
 
 pub use complete::{API_KEY_SCHEME, BEARER_SCHEME};
-use links::LINKS;
 
-pub const SPEC_PATH: &str = "/openapi.json";
+pub use crate::routes::SPEC_PATH;
 
 pub fn spec() -> Spec {
     Spec {
@@ -61,7 +57,7 @@ pub async fn generate() -> Value {
 pub async fn generate_for(mode: ApiAuth) -> Value {
     let app = actix_web::App::new()
         .document(spec())
-        .configure(crate::app::routes)
+        .configure(crate::routes::configure)
         .build(SPEC_PATH);
     let service = actix_web::test::init_service(app).await;
     let req = actix_web::test::TestRequest::get()
@@ -72,10 +68,11 @@ pub async fn generate_for(mode: ApiAuth) -> Value {
 }
 
 fn complete(mut doc: Value, mode: ApiAuth) -> Value {
+    body_limits(&mut doc);
     crate::routes::tokens::document_refusals(&mut doc);
     complete::security(&mut doc, mode);
-    complete::type_null_branches(&mut doc);
-    complete::storage_faults(&mut doc);
+    type_null_branches(&mut doc);
+    storage_faults(&mut doc, &complete::NO_DATABASE);
     complete::v1(&mut doc);
     if let Some(schemas) = doc
         .pointer_mut("/components/schemas")
@@ -83,7 +80,7 @@ fn complete(mut doc: Value, mode: ApiAuth) -> Value {
     {
         schemas.insert(PROBLEM_SCHEMA.to_owned(), problem_schema());
     }
-    for (op_id, status, name, target, params) in LINKS {
+    for (op_id, status, name, target, params) in links::links() {
         let params: serde_json::Map<String, Value> = params
             .iter()
             .map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned())))
@@ -104,56 +101,10 @@ fn complete(mut doc: Value, mode: ApiAuth) -> Value {
     doc
 }
 
-const METHODS: [&str; 7] = ["get", "put", "post", "delete", "patch", "head", "options"];
+//END
 
-/// Every operation of the document: its path, its method and the operation object.
-pub fn operations_mut(doc: &mut Value) -> impl Iterator<Item = (&String, &String, &mut Value)> {
-    doc.get_mut("paths")
-        .and_then(Value::as_object_mut)
-        .into_iter()
-        .flat_map(|paths| paths.iter_mut())
-        .flat_map(|(path, item)| {
-            item.as_object_mut()
-                .into_iter()
-                .flat_map(|m| m.iter_mut())
-                .filter(|(method, _)| METHODS.contains(&method.as_str()))
-                .map(move |(method, op)| (path, method, op))
-        })
-}
-
-fn operation_mut<'a>(doc: &'a mut Value, operation_id: &str) -> Option<&'a mut Value> {
-    operations_mut(doc)
-        .map(|(_, _, op)| op)
-        .find(|op| op.get("operationId").and_then(Value::as_str) == Some(operation_id))
-}
-
-/// Methods per path pattern, for the `Allow` header of 405 answers.
-pub fn route_table(doc: &Value) -> RouteTable {
-    let mut table: HashMap<String, Vec<Method>> = HashMap::new();
-    if let Some(paths) = doc.get("paths").and_then(Value::as_object) {
-        for (path, item) in paths {
-            let methods = item
-                .as_object()
-                .into_iter()
-                .flat_map(|m| m.keys())
-                .filter(|k| METHODS.contains(&k.as_str()))
-                .filter_map(|k| Method::from_bytes(k.to_ascii_uppercase().as_bytes()).ok())
-                .collect();
-            table.insert(path.clone(), with_head(methods));
-        }
-    }
-    table.insert(SPEC_PATH.to_owned(), with_head(vec![Method::GET]));
-    RouteTable(table)
-}
-
-/// HEAD is served wherever GET is (`middleware::head`).
-fn with_head(mut methods: Vec<Method>) -> Vec<Method> {
-    if methods.contains(&Method::GET) {
-        let at = methods
-            .iter()
-            .position(|m| m == Method::GET)
-            .map_or(0, |i| i + 1);
-        methods.insert(at, Method::HEAD);
-    }
-    methods
+/// Methods per path pattern (the document's, and the document itself), for the `Allow` header
+/// of 405 answers.
+pub fn route_table(doc: &Value) -> http_edge::middleware::problems::RouteTable {
+    http_edge::document::route_table(doc, &[SPEC_PATH])
 }

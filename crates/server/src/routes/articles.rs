@@ -151,13 +151,7 @@ impl From<CursorPage<Article>> for ArticleCursorPage {
 }
 
 /// Create an article
-#[api_operation(
-    operation_id = "create_article",
-    tag = "articles",
-    error_code = 413,
-    error_code = 415,
-    error_code = 422
-)]
+#[api_operation(operation_id = "create_article", tag = "articles", error_code = 422)]
 pub async fn create(
     db: Db,
     keyed: KeyedCreate,

@@ -57,7 +57,7 @@ pub struct CommentPath {
     pub comment_id: i64,
 }
 
-crate::list_dto!(CommentList, CommentDto);
+http_edge::list_dto!(CommentList, CommentDto);
 
 /// List a note's comments
 #[api_operation(
@@ -81,8 +81,6 @@ pub async fn list(
     operation_id = "create_comment",
     tag = "comments",
     error_code = 404,
-    error_code = 413,
-    error_code = 415,
     error_code = 422
 )]
 pub async fn create(
@@ -124,8 +122,6 @@ pub async fn get_one(
     tag = "comments",
     error_code = 404,
     error_code = 412,
-    error_code = 413,
-    error_code = 415,
     error_code = 422
 )]
 pub async fn update(

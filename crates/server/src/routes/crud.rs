@@ -9,7 +9,6 @@
 /// `delete_one`). Each handler gets the doc comment written before its name (the OpenAPI summary
 /// and description) and its operation id; the errors it documents follow from the operation
 /// (`conflicts` adds the resource's own, such as 409 for a taken name, to create and replace).
-#[macro_export]
 macro_rules! crud_routes {
     (
         mod $module:ident;
@@ -50,8 +49,6 @@ macro_rules! crud_routes {
                 operation_id = $create_id,
                 tag = $tag,
                 $(error_code = $conflict,)*
-                error_code = 413,
-                error_code = 415,
                 error_code = 422
             )]
             pub async fn create(
@@ -79,8 +76,6 @@ macro_rules! crud_routes {
                 error_code = 404,
                 error_code = 412,
                 $(error_code = $conflict,)*
-                error_code = 413,
-                error_code = 415,
                 error_code = 422
             )]
             pub async fn update(
@@ -126,3 +121,5 @@ macro_rules! crud_routes {
         }
     };
 }
+
+pub(crate) use crud_routes;

@@ -15,3 +15,57 @@ pub mod tags;
 pub mod tokens;
 pub mod versioned_notes;
 pub mod webhooks;
+
+use crate::auth::{Access, Rule, Rules};
+
+/// Where the OpenAPI document is served (app.rs registers it beside the documented routes).
+pub const SPEC_PATH: &str = "/openapi.json";
+
+/// A route module: what registers its routes, and who may call them (crate::auth).
+type Area = (
+    fn(&mut apistos::web::ServiceConfig),
+    &'static [&'static [Rule]],
+);
+
+/// Every route module the OpenAPI document describes, each with its access rules: a module
+/// is registered with its rules or not at all.
+const AREAS: &[Area] = &[
+    (meta::configure, &[meta::ACCESS]),
+    (health::configure, &[health::ACCESS]),
+    (notes::configure, &[notes::ACCESS]),
+    (comments::configure, &[comments::ACCESS]),
+    (tags::configure, &[tags::ACCESS]),
+    (accounts::configure, &[accounts::ACCESS]),
+    (tokens::configure, &[tokens::ACCESS]),
+    (articles::configure, &[articles::ACCESS]),
+    (versioned_notes::configure, &[versioned_notes::ACCESS]),
+    (
+        examples::configure,
+        &[
+            examples::ACCESS,
+            examples::note_handlers::ACCESS,
+            examples::tag_handlers::ACCESS,
+        ],
+    ),
+    (webhooks::configure, &[webhooks::ACCESS]),
+    (audit::configure, &[audit::ACCESS]),
+];
+
+/// The API's description (registered below, outside the documented routes): public.
+const DOCS_ACCESS: &[Rule] = &[
+    Rule::any(SPEC_PATH, Access::Public),
+    Rule::tree("/docs", Access::Public),
+];
+
+/// Every route the OpenAPI document describes.
+pub fn configure(cfg: &mut apistos::web::ServiceConfig) {
+    for (configure, _) in AREAS {
+        configure(cfg);
+    }
+}
+
+/// Every route's access rule.
+pub fn rules() -> Rules {
+    let areas = AREAS.iter().flat_map(|(_, rules)| rules.iter().copied());
+    Rules::new(areas.chain([DOCS_ACCESS]))
+}

@@ -52,7 +52,7 @@ pub struct NotePath {
     pub note_id: i64,
 }
 
-crate::list_dto!(NoteList, NoteDto);
+http_edge::list_dto!(NoteList, NoteDto);
 
 // The operations behind `/notes` and `/examples/notes` (same store, same shapes): the handlers
 // `crud_routes!` declares for each prefix call these.
@@ -106,7 +106,7 @@ pub(crate) async fn delete_one(db: &Db, id: i64, if_match: IfMatch) -> Result<()
     .await
 }
 
-crate::crud_routes! {
+crate::routes::crud::crud_routes! {
     mod handlers;
     ops: crate::routes::notes;
     types: list NoteList, item NoteDto, body NoteBody, path NotePath => note_id;

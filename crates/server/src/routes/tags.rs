@@ -48,7 +48,7 @@ pub struct TagPath {
     pub tag_id: i64,
 }
 
-crate::list_dto!(TagList, TagDto);
+http_edge::list_dto!(TagList, TagDto);
 
 // The operations behind `/tags` and `/examples/tags` (same store, same shapes): the handlers
 // `crud_routes!` declares for each prefix call these.
@@ -102,7 +102,7 @@ pub(crate) async fn delete_one(db: &Db, id: i64, if_match: IfMatch) -> Result<()
     .await
 }
 
-crate::crud_routes! {
+crate::routes::crud::crud_routes! {
     mod handlers;
     ops: crate::routes::tags;
     types: list TagList, item TagDto, body TagBody, path TagPath => tag_id;

@@ -169,8 +169,6 @@ fn paging(q: &RawQuery<ClampedPageQuery>) -> Result<Page, ApiError> {
     operation_id = "create_note_v1",
     tag = "notes-v1",
     deprecated,
-    error_code = 413,
-    error_code = 415,
     error_code = 422
 )]
 pub async fn create_v1(
@@ -219,13 +217,7 @@ pub async fn get_v1(db: Db, path: Path<VersionedNotePath>) -> Result<Json<NoteV1
 }
 
 /// Create a note (V2)
-#[api_operation(
-    operation_id = "create_note_v2",
-    tag = "notes-v2",
-    error_code = 413,
-    error_code = 415,
-    error_code = 422
-)]
+#[api_operation(operation_id = "create_note_v2", tag = "notes-v2", error_code = 422)]
 pub async fn create_v2(
     db: Db,
     keyed: KeyedCreate,
@@ -298,7 +290,7 @@ impl From<CallerUsage> for V1UsageDto {
     }
 }
 
-crate::list_dto!(V1UsageList, V1UsageDto);
+http_edge::list_dto!(V1UsageList, V1UsageDto);
 
 /// Who still calls V1
 ///

@@ -173,13 +173,14 @@ impl From<WebhookEvent> for WebhookEventDto {
     }
 }
 
-crate::list_dto!(WebhookEventList, WebhookEventDto);
+http_edge::list_dto!(WebhookEventList, WebhookEventDto);
 
 /// Receive a signed webhook
 ///
 /// Reads the raw body, verifies `X-Webhook-Signature` over those bytes (401
 /// `invalid-signature`, `detail` naming the reason), and only then requires a JSON object with
-/// a string `event_type` (400 `invalid-body`). Any content type is accepted. An exact replay
+/// a string `event_type` (400 `invalid-body`). Like every body, it is sent uncompressed as
+/// `application/json` (or a `+json` type), else 415 before it is read. An exact replay
 /// (same `t`, `v1` and body) answers 202 with the original id and stores nothing.
 #[api_operation(
     operation_id = "receive_webhook",
@@ -187,7 +188,6 @@ crate::list_dto!(WebhookEventList, WebhookEventDto);
     success_description = "Stored; for an exact replay, the original delivery's id.",
     error_code = 400,
     error_code = 401,
-    error_code = 413,
     error_code = 422,
     error_code = 503
 )]

@@ -29,6 +29,36 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// The `API_AUTH` setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApiAuth {
+    #[default]
+    Off,
+    Tokens,
+}
+
+impl ApiAuth {
+    /// The mode and what it means, for the start-up log.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ApiAuth::Off => {
+                "off (no credential is checked but the example routes' and the webhook's)"
+            }
+            ApiAuth::Tokens => {
+                "tokens (every route but the public ones needs a bearer token or the operator key)"
+            }
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<ApiAuth> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "off" | "none" | "false" => Some(ApiAuth::Off),
+            "tokens" => Some(ApiAuth::Tokens),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub database_url: String,
@@ -77,7 +107,7 @@ pub struct Settings {
     pub webhook_clock: webhooks::Clock,
     /// `API_AUTH`: `off` (default) or `tokens` (areas A, B, C and E require
     /// `Authorization: Bearer <token>` issued by area D).
-    pub api_auth: crate::auth::ApiAuth,
+    pub api_auth: ApiAuth,
     /// `TOKEN_DEFAULT_DAYS` (90) and `TOKEN_MAX_DAYS` (365): how long an issued token lives
     /// when its request names no expiry, and the longest it may name.
     pub token_lifetime: tokens::Lifetime,
@@ -142,7 +172,7 @@ impl Default for Settings {
             webhook_secret: None,
             webhook_secret_previous: None,
             webhook_clock: webhooks::Clock::System,
-            api_auth: crate::auth::ApiAuth::Off,
+            api_auth: ApiAuth::Off,
             token_lifetime: tokens::Lifetime::default(),
             token_max_active: tokens::MAX_ACTIVE_DEFAULT,
             idempotency_ttl: idempotency::DEFAULT_TTL,

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use http_edge::middleware::client::TrustedProxies;
 
+use super::ApiAuth;
 use super::{
     ConfigError, DEFAULT_MAX_CONNECTIONS_PER_CLIENT, DEFAULT_REQUEST_TIMEOUT, MIN_SECRET_BYTES,
     Secret, Settings, parse_database,
 };
-use crate::auth::ApiAuth;
 
 const POSITIVE: &str = "expected a positive whole number";
 

@@ -49,6 +49,15 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// The connections a server's pool holds: SQLite has one writer and gains nothing past
+    /// 8; PostgreSQL runs route writes in parallel.
+    pub fn pool_size(self) -> u32 {
+        match self {
+            Backend::Sqlite => 8,
+            Backend::Postgres => 16,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Backend::Sqlite => "sqlite",

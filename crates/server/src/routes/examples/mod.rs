@@ -93,7 +93,7 @@ pub async fn protected(claims: BearerClaims) -> Result<Json<Protected>, ApiError
     }))
 }
 
-crate::crud_routes! {
+crate::routes::crud::crud_routes! {
     mod note_handlers;
     ops: crate::routes::notes;
     types: list NoteList, item NoteDto, body NoteBody, path IdPath => id;
@@ -111,7 +111,7 @@ crate::crud_routes! {
     delete "example_delete_note";
 }
 
-crate::crud_routes! {
+crate::routes::crud::crud_routes! {
     mod tag_handlers;
     ops: crate::routes::tags;
     types: list TagList, item TagDto, body TagBody, path IdPath => id;

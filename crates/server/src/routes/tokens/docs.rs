@@ -1,12 +1,13 @@
 //! How the OpenAPI document shows the token routes' errors: the refusals this area decides are
-//! `{"error": ...}` bodies (schema `TokenError`), the shared layers' 413 and 415 stay problem
-//! documents. The handlers return [`http_edge::error::ApiError`] like every other route, so the
-//! generated responses are problems; [`document_refusals`] rewrites those of the `tokens`
-//! operations once the document is built.
+//! `{"error": ...}` bodies (schema `TokenError`); the shared layers' 413 and 415 stay problem
+//! documents (`http_edge::document::body_limits`). The handlers return
+//! [`http_edge::error::ApiError`] like every other route, so the generated responses are
+//! problems; [`document_refusals`] rewrites those of the `tokens` operations once the document
+//! is built.
 
 use serde_json::{Value, json};
 
-use crate::openapi::operations_mut;
+use http_edge::document::operations_mut;
 
 pub const TOKEN_ERROR_SCHEMA: &str = "TokenError";
 
@@ -40,15 +41,6 @@ const REFUSALS: [(&str, &str); 5] = [
     ),
 ];
 
-/// Statuses answered by the shared layers as problem documents.
-const SHARED: [(&str, &str); 2] = [
-    ("413", "The body exceeds MAX_BODY_BYTES (problem document)."),
-    (
-        "415",
-        "The body is not application/json (problem document).",
-    ),
-];
-
 /// Rewrites the error responses of every operation tagged `tokens` and adds the `TokenError`
 /// schema.
 pub fn document_refusals(doc: &mut Value) {
@@ -71,11 +63,6 @@ pub fn document_refusals(doc: &mut Value) {
                         "$ref": format!("#/components/schemas/{TOKEN_ERROR_SCHEMA}")
                     }}}
                 });
-            }
-        }
-        for (code, description) in SHARED {
-            if let Some(response) = responses.get_mut(code).and_then(Value::as_object_mut) {
-                response.insert("description".to_owned(), json!(description));
             }
         }
     }

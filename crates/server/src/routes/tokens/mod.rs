@@ -30,13 +30,7 @@ pub use extract::{ActingUser, ActingUserDoc, TokenPath, USER_ID_HEADER};
 use listing::Listing;
 
 /// Create a user
-#[api_operation(
-    operation_id = "create_user",
-    tag = "tokens",
-    error_code = 413,
-    error_code = 415,
-    error_code = 422
-)]
+#[api_operation(operation_id = "create_user", tag = "tokens", error_code = 422)]
 pub async fn create_user(
     db: Db,
     keyed: KeyedCreate,
@@ -67,8 +61,6 @@ pub async fn create_user(
     error_code = 403,
     error_code = 404,
     error_code = 409,
-    error_code = 413,
-    error_code = 415,
     error_code = 422
 )]
 pub async fn issue(
@@ -192,13 +184,7 @@ pub async fn revoke(
 /// Verify a raw token
 ///
 /// Always 200 for a well-formed request; no X-User-Id needed.
-#[api_operation(
-    operation_id = "verify_token",
-    tag = "tokens",
-    error_code = 413,
-    error_code = 415,
-    error_code = 422
-)]
+#[api_operation(operation_id = "verify_token", tag = "tokens", error_code = 422)]
 pub async fn verify(db: Db, body: RawJson<VerifyBody>) -> Result<Json<VerificationDto>, ApiError> {
     let request = tokens::VerifyRequest::from_body(&body.bytes)?;
     let (outcome, used) = db.read(move |c| service::verify(c, &request)).await?;
