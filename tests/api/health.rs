@@ -6,7 +6,10 @@ use storage::Database;
 use crate::api_tests;
 use crate::helpers::{Backend, TestApp, TestDb, json};
 
-api_tests!(healthy_database_is_200);
+api_tests!(
+    healthy_database_is_200,
+    live_and_ready_on_a_healthy_database
+);
 
 async fn healthy_database_is_200(app: TestApp) {
     let res = app.get("/health").await;
@@ -14,6 +17,16 @@ async fn healthy_database_is_200(app: TestApp) {
     assert_eq!(
         body,
         json!({"status": "ok", "db": "ok", "service": "notes-service", "checks": {"database": "ok"}})
+    );
+}
+
+async fn live_and_ready_on_a_healthy_database(app: TestApp) {
+    let live = json(app.get("/health/live").await, StatusCode::OK).await;
+    assert_eq!(live, json!({"status": "live"}));
+    let ready = json(app.get("/health/ready").await, StatusCode::OK).await;
+    assert_eq!(
+        ready,
+        json!({"status": "ready", "database": "ok", "draining": false})
     );
 }
 
@@ -39,6 +52,18 @@ async fn unreachable_database_is_503_degraded() {
         body,
         json!({"status": "degraded", "db": "error", "service": "health-test", "checks": {"database": "error"}})
     );
+    // Not ready, and still live: an orchestrator restarts nothing for a database outage.
+    let ready = json(
+        app.get("/health/ready").await,
+        StatusCode::SERVICE_UNAVAILABLE,
+    )
+    .await;
+    assert_eq!(
+        ready,
+        json!({"status": "not-ready", "database": "error", "draining": false})
+    );
+    let live = json(app.get("/health/live").await, StatusCode::OK).await;
+    assert_eq!(live, json!({"status": "live"}));
     // Other routes answer a problem, not a hang or a bare 500.
     let res = app.get("/notes").await;
     assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);

@@ -1384,6 +1384,8 @@ async fn every_operation_outside_the_allow_list_needs_a_credential(backend: Back
     let public = [
         ("get", "/"),
         ("get", "/health"),
+        ("get", "/health/live"),
+        ("get", "/health/ready"),
         ("get", "/problems/{slug}"),
         ("get", "/examples/ping"),
         ("post", "/webhook"),

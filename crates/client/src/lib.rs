@@ -29,6 +29,7 @@ pub use types::{
     EventType, EventsRequest, Health, HealthReport, HealthStatus, IssueToken, IssuedToken,
     MachineHealth, NewEvent, Note, NoteInput, NoteV1, NoteV1Input, NoteV1List, NoteV2, NoteV2Input,
     NoteV2List, NoteV2Meta, OkStatus, OpenAccount, Page, PageRequest, Pong, ProblemTypeDoc,
-    Protected, RawToken, ReceiptStatus, Scope, ServiceInfo, Tag, TagInput, TokenInfo, TokenList,
-    User, UserInput, V1Usage, Verification, WebhookEvent, WebhookReceipt,
+    Protected, RawToken, Readiness, ReadyCheck, ReadyStatus, ReceiptStatus, Scope, ServiceInfo,
+    Tag, TagInput, TokenInfo, TokenList, User, UserInput, V1Usage, Verification, WebhookEvent,
+    WebhookReceipt,
 };

@@ -40,7 +40,7 @@ pub const CUT_GRACE: Duration = Duration::from_secs(1);
 
 /// What a connection's requests share with its stream, in the connection's data.
 #[derive(Debug)]
-pub struct Shared {
+pub struct ConnectionState {
     /// True while answers wait for the peer to read.
     blocked: watch::Sender<bool>,
     /// Bytes read from the socket so far.
@@ -60,9 +60,9 @@ struct Limit {
     waker: Option<Waker>,
 }
 
-impl Shared {
-    fn new() -> Arc<Shared> {
-        Arc::new(Shared {
+impl ConnectionState {
+    fn new() -> Arc<ConnectionState> {
+        Arc::new(ConnectionState {
             blocked: watch::Sender::new(false),
             read: AtomicU64::new(0),
             budget: Mutex::new(None),
@@ -134,7 +134,7 @@ impl Shared {
 /// A request body's read limit; released when dropped (the body is read or abandoned).
 #[derive(Debug)]
 pub struct Budget {
-    shared: Arc<Shared>,
+    shared: Arc<ConnectionState>,
 }
 
 impl Budget {
@@ -161,7 +161,7 @@ impl Drop for Budget {
 /// The socket of one connection, paced by its peer's reading (see the module).
 pub struct Paced {
     io: TcpStream,
-    shared: Arc<Shared>,
+    shared: Arc<ConnectionState>,
     /// Set while writes wait for the peer: when the connection gives up on it.
     stall: Option<Pin<Box<Sleep>>>,
     /// After a body was cut: when the connection ends (its 413 has a moment to be read).
@@ -172,7 +172,7 @@ impl Paced {
     pub fn new(io: TcpStream) -> Paced {
         Paced {
             io,
-            shared: Shared::new(),
+            shared: ConnectionState::new(),
             stall: None,
             ending: None,
         }
@@ -183,7 +183,7 @@ impl Paced {
     }
 
     /// What the connection's requests share with it (`on_connect` puts it in their data).
-    pub fn shared(&self) -> Arc<Shared> {
+    pub fn shared(&self) -> Arc<ConnectionState> {
         self.shared.clone()
     }
 

@@ -9,6 +9,7 @@ use actix_web::web::Data;
 
 use crate::db::Db;
 use crate::error::ApiError;
+use crate::middleware::client::TrustedProxies;
 use crate::middleware::limits::Limits;
 use crate::middleware::problems::{ProblemBase, RouteTable};
 use crate::middleware::rate_limit::RateLimiter;
@@ -25,6 +26,11 @@ pub struct Edge {
     pub key_ttl: Duration,
     /// `None`: no rate limit.
     pub rate_limit: Option<RateLimiter>,
+    /// Who the client is behind reverse proxies (`middleware::client`).
+    pub proxies: TrustedProxies,
+    /// Path prefixes whose answers may be cached (static assets): `middleware::headers` adds
+    /// no `Cache-Control: no-store` to them.
+    pub cacheable: Vec<String>,
 }
 
 impl Edge {

@@ -173,6 +173,9 @@ pub struct RawJson<T, const REQUIRED: bool = true> {
     _doc: PhantomData<T>,
 }
 
+/// A [`RawJson`] body the client may leave out (read as `{}`).
+pub type OptionalJson<T> = RawJson<T, false>;
+
 impl<T: 'static, const REQUIRED: bool> FromRequest for RawJson<T, REQUIRED> {
     type Error = ApiError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;

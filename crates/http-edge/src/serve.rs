@@ -61,7 +61,9 @@ where
     let builder = actix_server::Server::build()
         .workers(how.workers)
         .worker_max_blocking_threads(how.blocking_threads.max(1))
-        .shutdown_timeout(10);
+        .shutdown_timeout(10)
+        // The caller decides what a signal does (a drain period first, for one).
+        .disable_signals();
     let shutdown = builder.graceful_shutdown_signal();
     let local = listener.local_addr()?;
     Ok(builder

@@ -2,6 +2,8 @@
 
 use std::net::TcpListener;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use actix_web::HttpResponse;
 use actix_web::dev::Server;
@@ -14,7 +16,7 @@ use storage::{Database, Store};
 
 use crate::auth::{self};
 use crate::context::{AppInfo, Context};
-use crate::deprecation::{self, V1Policy};
+use crate::deprecation;
 use crate::openapi::{self, SPEC_PATH};
 use crate::routes;
 use crate::settings::Settings;
@@ -28,6 +30,9 @@ use http_edge::serve::Serving;
 pub struct Application {
     port: u16,
     server: Server,
+    /// Shared with `/health/ready`.
+    draining: Arc<AtomicBool>,
+    drain: Duration,
 }
 
 /// Opens the database named by `settings.database_url` and applies pending migrations.
@@ -84,12 +89,10 @@ impl Application {
         let doc = Arc::new(openapi::generate_for(settings.api_auth).await);
         let db_backend = db.backend();
         let store = db.store().clone();
+        let draining = Arc::new(AtomicBool::new(false));
         let v1_usage = versioned_notes::UsageRecorder::new(store.clone());
         let v1 = deprecation::V1 {
-            policy: V1Policy {
-                form: settings.deprecation_form,
-                proxies: settings.trusted_proxies,
-            },
+            form: settings.deprecation_form,
             usage: v1_usage.clone(),
         };
         let guard = auth::Guard {
@@ -110,6 +113,7 @@ impl Application {
                 max_active: settings.token_max_active,
             },
             pruner: idempotency::Pruner::start(store, settings.idempotency_ttl),
+            draining: Arc::clone(&draining),
         };
         let edge = Edge {
             db,
@@ -120,11 +124,15 @@ impl Application {
             problems: ProblemBase::new(settings.problem_base_url.clone(), settings.trusted_proxies),
             routes: openapi::route_table(&doc),
             key_ttl: settings.idempotency_ttl,
-            rate_limit: settings
-                .rate_limit_per_minute
-                .map(|n| rate_limit::RateLimiter::new(n, settings.trusted_proxies)),
+            rate_limit: settings.rate_limit_per_minute.map(|n| {
+                let rules = routes::rules();
+                rate_limit::RateLimiter::new(n, move |path| !rules.metered(path))
+            }),
+            proxies: settings.trusted_proxies,
+            // Swagger UI's static assets.
+            cacheable: vec!["/docs".to_owned()],
         };
-        let shared = Shared {
+        let parts = AppParts {
             edge: Data::new(edge),
             context: Data::new(context),
             guard: Data::new(guard),
@@ -138,16 +146,46 @@ impl Application {
             // Behind trusted proxies every connection comes from a proxy: no per-address cap.
             (settings.trusted_proxies.0 == 0).then_some(settings.max_connections_per_client),
         );
-        let server = http_edge::serve::serve(listener, serving, move || shared.clone().app())?;
-        Ok(Application { port, server })
+        let server = http_edge::serve::serve(listener, serving, move || parts.clone().app())?;
+        Ok(Application {
+            port,
+            server,
+            draining,
+            drain: settings.drain,
+        })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
-    /// Runs until SIGINT/SIGTERM, then drains in-flight requests (graceful shutdown).
+    /// Runs until stopped through [`Application::handle`].
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+
+    /// Runs until one of `signals`. SIGTERM: `/health/ready` turns 503 at once and everything
+    /// else is still served for `DRAIN_SECS`; then in-flight requests finish (graceful
+    /// shutdown, at most 10 s). SIGINT or SIGQUIT: the graceful shutdown at once.
+    pub async fn run_until_signalled(self, signals: StopSignals) -> std::io::Result<()> {
+        let (handle, draining, drain) = (self.server.handle(), self.draining, self.drain);
+        let StopSignals {
+            mut term,
+            mut int,
+            mut quit,
+        } = signals;
+        actix_web::rt::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {
+                    draining.store(true, Ordering::Release);
+                    log::info!("SIGTERM: not ready; draining for {} s, then stopping", drain.as_secs());
+                    tokio::time::sleep(drain).await;
+                }
+                _ = int.recv() => log::info!("SIGINT: stopping"),
+                _ = quit.recv() => log::info!("SIGQUIT: stopping"),
+            }
+            handle.stop(true).await;
+        });
         self.server.await
     }
 
@@ -158,7 +196,7 @@ impl Application {
 
 /// What every worker's app is built from.
 #[derive(Clone)]
-struct Shared {
+struct AppParts {
     edge: Data<Edge>,
     context: Data<Context>,
     guard: Data<auth::Guard>,
@@ -167,7 +205,7 @@ struct Shared {
     doc: Arc<Value>,
 }
 
-impl Shared {
+impl AppParts {
     fn app(
         self,
     ) -> actix_web::App<
@@ -227,5 +265,24 @@ impl Shared {
                     title: Some("Notes service API"),
                 },
             ))
+    }
+}
+
+/// The signals that stop a server, caught from [`StopSignals::install`] on (before the server
+/// binds, so a signal that arrives once it answers is never the default, killing one).
+pub struct StopSignals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    pub fn install() -> std::io::Result<StopSignals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(StopSignals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+            quit: signal(SignalKind::quit())?,
+        })
     }
 }

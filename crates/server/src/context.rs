@@ -3,6 +3,9 @@
 //! layers have theirs (`auth::Guard`, `deprecation::V1`). A request that finds one missing is
 //! a wiring mistake answered with a 500.
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
 use actix_web::HttpRequest;
 use actix_web::web::Data;
 use http_edge::error::ApiError;
@@ -25,6 +28,8 @@ pub struct Context {
     pub token_policy: tokens::Policy,
     /// Deletes expired idempotency keys while the app lives.
     pub pruner: idempotency::Pruner,
+    /// Set from SIGTERM on: `/health/ready` answers 503 for the drain period.
+    pub draining: Arc<AtomicBool>,
 }
 
 impl Context {

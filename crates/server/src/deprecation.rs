@@ -15,19 +15,11 @@ use actix_web::middleware::Next;
 use versioned_notes::{DeprecationForm, caller};
 
 use http_edge::actor::actor_in;
-use http_edge::middleware::client::TrustedProxies;
-
-/// What the layers need from the settings.
-#[derive(Debug, Clone, Copy)]
-pub struct V1Policy {
-    pub form: DeprecationForm,
-    pub proxies: TrustedProxies,
-}
-
-/// What the V1 layers read: the settings' policy and this instance's usage recorder (the
+/// What the V1 layers read: the header form and this instance's usage recorder (the
 /// same recorder `GET /metrics/v1-usage` writes before it reads).
 pub struct V1 {
-    pub policy: V1Policy,
+    /// `DEPRECATION_HEADER_FORM`.
+    pub form: DeprecationForm,
     pub usage: versioned_notes::UsageRecorder,
 }
 
@@ -44,7 +36,7 @@ pub async fn headers(
     if !is_v1(req.path()) {
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
-    let form = http_edge::registered::<V1>(req.request())?.policy.form;
+    let form = http_edge::registered::<V1>(req.request())?.form;
     let mut res = next.call(req).await?.map_into_boxed_body();
     let headers = res.headers_mut();
     for (name, value) in form.headers() {
@@ -64,13 +56,12 @@ pub async fn count(
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
     let v1 = http_edge::registered::<V1>(req.request())?.clone();
-    let policy = v1.policy;
     let authenticated = actor_in(&req.extensions()).owner_id();
     let who = match authenticated {
         Some(user_id) => caller(Some(&user_id.to_string()), None),
         None => caller(
             req.headers().get("x-user-id").and_then(|v| v.to_str().ok()),
-            policy.proxies.of(&req),
+            http_edge::middleware::client::address(&req),
         ),
     };
     let res = next.call(req).await?.map_into_boxed_body();

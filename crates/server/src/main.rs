@@ -117,13 +117,14 @@ async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
+            let signals = server::app::StopSignals::install()?;
             let settings = init()?;
             http_edge::serve::raise_open_file_limit();
             log::info!("database: {}", settings.database()?.describe());
             let app = Application::build(settings.clone()).await?;
             log::info!("authentication: API_AUTH={}", settings.api_auth.describe());
             log::info!("listening on http://{}:{}", settings.bind.ip(), app.port());
-            app.run_until_stopped().await?;
+            app.run_until_signalled(signals).await?;
         }
         Command::Migrate => {
             let settings = init()?;

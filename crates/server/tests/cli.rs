@@ -13,21 +13,48 @@ fn server() -> Command {
     cmd
 }
 
-fn health_ok(port: u16) -> bool {
+/// The whole response to `GET path`, or `None` when nothing answers.
+fn get(port: u16, path: &str) -> Option<String> {
     use std::io::{Read, Write};
-    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    if stream
-        .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response);
-    response.starts_with("HTTP/1.1 200")
+    Some(response)
+}
+
+fn health_ok(port: u16) -> bool {
+    get(port, "/health").is_some_and(|r| r.starts_with("HTTP/1.1 200"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits up to `within` for the child to exit; its status.
+fn exit_within(child: &mut std::process::Child, within: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "the server did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn sigterm(child: &std::process::Child) {
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
 }
 
 #[test]
@@ -92,11 +119,7 @@ fn migrate_creates_the_database_and_serve_stops_gracefully_on_sigterm() {
     assert!(status.success());
     assert!(dir.path().join("nested/dir/service.db").exists());
 
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let log = dir.path().join("server.log");
     let mut child = server()
         .env("DATABASE_URL", &url)
@@ -111,20 +134,9 @@ fn migrate_creates_the_database_and_serve_stops_gracefully_on_sigterm() {
         assert!(Instant::now() < deadline, "server did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "exit status {status}");
-            break;
-        }
-        assert!(Instant::now() < deadline, "no graceful shutdown");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    sigterm(&child);
+    let status = exit_within(&mut child, Duration::from_secs(15));
+    assert!(status.success(), "exit status {status}");
     // The first minute says where the data is, what migrating did, the authentication mode
     // and the address, one line each.
     let log = std::fs::read_to_string(&log).unwrap();
@@ -191,4 +203,58 @@ fn migrate_data_copies_into_an_empty_database_once() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(err.contains(expected), "{err}");
     }
+}
+
+/// SIGTERM with `DRAIN_SECS`: not ready at once, everything else still served for the drain
+/// period, then a graceful stop; liveness stays 200 throughout.
+#[test]
+fn sigterm_drains_before_it_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/drain.db", dir.path().display());
+    let port = free_port();
+    let mut child = server()
+        .env("DATABASE_URL", &url)
+        .env("BIND", format!("127.0.0.1:{port}"))
+        .env("DRAIN_SECS", "3")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !health_ok(port) {
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ready = get(port, "/health/ready").unwrap();
+    assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
+    assert!(ready.contains(r#""draining":false"#), "{ready}");
+    let signalled = Instant::now();
+    sigterm(&child);
+    // Not ready from the signal on (as soon as the signal is handled).
+    let mut draining = None;
+    while signalled.elapsed() < Duration::from_secs(2) {
+        let ready = get(port, "/health/ready").unwrap();
+        if ready.starts_with("HTTP/1.1 503") {
+            draining = Some(ready);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let draining = draining.expect("/health/ready never turned 503 after SIGTERM");
+    assert!(draining.contains(r#""draining":true"#), "{draining}");
+    assert!(draining.contains(r#""status":"not-ready""#), "{draining}");
+    // Still serving everything else while draining.
+    for path in ["/health/live", "/health", "/notes"] {
+        let answer = get(port, path).unwrap();
+        assert!(
+            answer.starts_with("HTTP/1.1 200"),
+            "{path} while draining: {answer}"
+        );
+    }
+    let status = exit_within(&mut child, Duration::from_secs(20));
+    assert!(status.success(), "exit status {status}");
+    assert!(
+        signalled.elapsed() >= Duration::from_secs(3),
+        "stopped before the drain period ended"
+    );
 }

@@ -231,7 +231,7 @@ pub(crate) fn parse_integer(s: &str) -> Option<i64> {
 }
 
 /// Parses a request body: empty means `{}`; otherwise it must be a JSON object.
-fn object(body: &[u8]) -> Result<Map<String, Value>, Error> {
+pub fn body_object(body: &[u8]) -> Result<Map<String, Value>, Error> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Map::new());
     }
@@ -250,7 +250,11 @@ pub struct NewUser {
 
 impl NewUser {
     pub fn from_body(body: &[u8]) -> Result<NewUser, Error> {
-        let obj = object(body)?;
+        NewUser::from_object(&body_object(body)?)
+    }
+
+    /// From a body already read by [`body_object`].
+    pub fn from_object(obj: &Map<String, Value>) -> Result<NewUser, Error> {
         let name = match obj.get("name") {
             None | Some(Value::Null) => return Err(Error::Invalid("name is required")),
             Some(Value::String(s)) => s,
@@ -284,7 +288,7 @@ pub struct IssueRequest {
 
 impl IssueRequest {
     pub fn from_body(body: &[u8]) -> Result<IssueRequest, Error> {
-        let obj = object(body)?;
+        let obj = body_object(body)?;
         let scope = match obj.get("scope") {
             None | Some(Value::Null) => Scope::Read,
             Some(Value::String(s)) => Scope::parse(s).ok_or(Error::InvalidScope)?,
@@ -365,7 +369,7 @@ impl fmt::Debug for VerifyRequest {
 
 impl VerifyRequest {
     pub fn from_body(body: &[u8]) -> Result<VerifyRequest, Error> {
-        let obj = object(body)?;
+        let obj = body_object(body)?;
         match obj.get("token") {
             None | Some(Value::Null) => Err(Error::Invalid("token is required")),
             Some(Value::String(s)) if s.is_empty() => Err(Error::Invalid("token is required")),

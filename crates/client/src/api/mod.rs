@@ -26,7 +26,7 @@ use crate::error::ClientError;
 use crate::transport::{Call, Client};
 use crate::types::{
     AuditPage, AuditRequest, DegradedPolicy, Health, HealthReport, HealthStatus, MachineHealth,
-    Page, PageRequest, Pong, ProblemTypeDoc, Protected, ServiceInfo, V1Usage,
+    Page, PageRequest, Pong, ProblemTypeDoc, Protected, Readiness, ServiceInfo, V1Usage,
 };
 use crate::walk::walk;
 
@@ -130,6 +130,64 @@ impl Client {
                 ),
             )),
         }
+    }
+
+    /// `GET /health/live`: `Ok` while the server process serves requests.
+    ///
+    /// ```no_run
+    /// # async fn run(api: client::Client) -> Result<(), client::ClientError> {
+    /// api.live().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn live(&self) -> Result<(), ClientError> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Live {
+            status: String,
+        }
+        let call = Call::new("health_live", Method::GET, "/health/live");
+        let (live, _): (Live, _) = self.fetch(call, StatusCode::OK).await?;
+        match live.status.as_str() {
+            "live" => Ok(()),
+            other => Err(ClientError::invalid(
+                "health_live",
+                format!("status {other:?} is not \"live\""),
+            )),
+        }
+    }
+
+    /// `GET /health/ready`: its answer, 200 (ready) or 503 (not ready) alike; an error only
+    /// when the server answers something else.
+    ///
+    /// ```no_run
+    /// # async fn run(api: client::Client) -> Result<(), client::ClientError> {
+    /// if !api.ready().await?.is_ready() {
+    ///     println!("send no traffic here");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn ready(&self) -> Result<Readiness, ClientError> {
+        const OP: &str = "health_ready";
+        let mut call = Call::new(OP, Method::GET, "/health/ready");
+        call.answers = &[503];
+        let reply = self.execute(&call).await?;
+        let not_ready = reply.status == StatusCode::SERVICE_UNAVAILABLE
+            && reply.content_type().as_deref() == Some("application/json");
+        if !not_ready {
+            reply.expect(StatusCode::OK)?;
+        }
+        let ready: Readiness = reply.decode()?;
+        if ready.is_ready() == not_ready {
+            return Err(ClientError::invalid(
+                OP,
+                format!(
+                    "status {:?} does not match HTTP {}",
+                    ready.status,
+                    reply.status.as_u16()
+                ),
+            ));
+        }
+        Ok(ready)
     }
 
     /// `GET /machine/health` with the configured API key.

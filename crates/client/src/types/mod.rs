@@ -75,6 +75,47 @@ pub enum HealthStatus {
     Degraded,
 }
 
+/// The body of `GET /health/ready` (200 and 503 alike; schema `ReadyDto`).
+///
+/// ```no_run
+/// # async fn run(api: client::Client) -> Result<(), client::ClientError> {
+/// let ready = api.ready().await?;
+/// assert_eq!(ready.is_ready(), !ready.draining && ready.database == client::ReadyCheck::Ok);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Readiness {
+    pub status: ReadyStatus,
+    pub database: ReadyCheck,
+    /// True from SIGTERM on, for the server's drain period.
+    pub draining: bool,
+}
+
+impl Readiness {
+    /// Whether the instance takes traffic.
+    pub fn is_ready(&self) -> bool {
+        self.status == ReadyStatus::Ready
+    }
+}
+
+/// `status` of `GET /health/ready`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadyStatus {
+    Ready,
+    NotReady,
+}
+
+/// `database` of `GET /health/ready`: not checked while the instance drains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadyCheck {
+    Ok,
+    Error,
+    Unchecked,
+}
+
 /// The state of one dependency check.
 ///
 /// ```

@@ -45,6 +45,10 @@ async fn meta_health_and_ping(server: Running) {
         other => panic!("{other:?}"),
     }
     assert_eq!(api.ping().await.unwrap().message, "pong");
+    api.live().await.unwrap();
+    let ready = api.ready().await.unwrap();
+    assert!(ready.is_ready() && !ready.draining, "{ready:?}");
+    assert_eq!(ready.database, client::ReadyCheck::Ok);
     for slug in Slug::ALL {
         let doc = api.problem_type(slug).await.unwrap();
         assert_eq!(

@@ -5,6 +5,7 @@
 
 use std::net::{IpAddr, Ipv6Addr};
 
+use actix_web::HttpMessage;
 use actix_web::dev::ServiceRequest;
 use actix_web::http::header::HeaderMap;
 
@@ -36,6 +37,22 @@ impl TrustedProxies {
     pub fn of(self, req: &ServiceRequest) -> Option<IpAddr> {
         self.client(req.headers(), req.peer_addr().map(|a| a.ip()))
     }
+}
+
+/// The request's client address, decided once (by the app's [`crate::Edge`] proxies) and
+/// kept in the request's extensions for every layer after the first that asks.
+#[derive(Debug, Clone, Copy)]
+struct ClientAddress(Option<IpAddr>);
+
+/// The client of `req` (see the module's doc): every layer asks this, so all agree.
+pub fn address(req: &ServiceRequest) -> Option<IpAddr> {
+    if let Some(known) = req.extensions().get::<ClientAddress>() {
+        return known.0;
+    }
+    let proxies = crate::Edge::of(req.request()).map_or(TrustedProxies(0), |e| e.proxies);
+    let address = proxies.of(req);
+    req.extensions_mut().insert(ClientAddress(address));
+    address
 }
 
 /// An `X-Forwarded-For` entry: an address, possibly with a port (`1.2.3.4:5678`,

@@ -1,4 +1,5 @@
-//! Request id and security headers on every response, errors included.
+//! Request id and security headers on every response, errors included: `Cache-Control:
+//! no-store` unless the answer says otherwise or its path is one the app declares cacheable.
 
 use actix_web::HttpMessage;
 use actix_web::body::MessageBody;
@@ -33,7 +34,14 @@ pub async fn stamp(
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let id = accept_request_id(req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()));
     req.extensions_mut().insert(RequestId(id.clone()));
-    let is_docs = req.path() == "/docs" || req.path().starts_with("/docs/");
+    // The app's cacheable paths keep whatever caching their answers say.
+    let cacheable = crate::Edge::of(req.request()).is_ok_and(|edge| {
+        edge.cacheable.iter().any(|prefix| {
+            req.path()
+                .strip_prefix(prefix.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+    });
     let mut res = next.call(req).await?;
     let headers = res.headers_mut();
     if let Ok(value) = HeaderValue::from_str(&id) {
@@ -48,7 +56,7 @@ pub async fn stamp(
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),
     );
-    if !is_docs && !headers.contains_key(header::CACHE_CONTROL) {
+    if !cacheable && !headers.contains_key(header::CACHE_CONTROL) {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
     Ok(res)

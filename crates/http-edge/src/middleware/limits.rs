@@ -72,7 +72,7 @@ pub async fn enforce(
     {
         return Ok(closing(refuse(req, too_many_connections())));
     }
-    let connection = req.conn_data::<Arc<connection::Shared>>().cloned();
+    let connection = req.conn_data::<Arc<connection::ConnectionState>>().cloned();
     if let Some(connection) = &connection {
         connection.wait_for_peer().await;
     }

@@ -59,12 +59,15 @@ pub enum Access {
 /// one segment; a [`Rule::tree`] also covers every path under the pattern.
 /// `Public` opens the pattern exactly as written; the other rules also cover it with a
 /// trailing `/` (deny by default: a spelling never opens more than the route).
+/// A rule also says whether the rate limit counts the path (`RATE_LIMIT_PER_MINUTE`): the
+/// health probes and the token routes are never limited ([`Rule::unmetered`]).
 #[derive(Debug, Clone)]
 pub struct Rule {
     method: Option<Method>,
     pattern: &'static str,
     below: bool,
     access: Access,
+    metered: bool,
 }
 
 impl Rule {
@@ -75,6 +78,7 @@ impl Rule {
             pattern,
             below: false,
             access,
+            metered: true,
         }
     }
 
@@ -86,6 +90,7 @@ impl Rule {
             pattern,
             below: false,
             access,
+            metered: true,
         }
     }
 
@@ -96,6 +101,29 @@ impl Rule {
             pattern,
             below: true,
             access,
+            metered: true,
+        }
+    }
+
+    /// [`Rule::any`] that the rate limit never counts.
+    pub const fn unmetered(pattern: &'static str, access: Access) -> Rule {
+        Rule {
+            method: None,
+            pattern,
+            below: false,
+            access,
+            metered: false,
+        }
+    }
+
+    /// [`Rule::tree`] that the rate limit never counts.
+    pub const fn unmetered_tree(pattern: &'static str, access: Access) -> Rule {
+        Rule {
+            method: None,
+            pattern,
+            below: true,
+            access,
+            metered: false,
         }
     }
 
@@ -155,6 +183,14 @@ impl Rules {
                 user_id,
             })
         })
+    }
+
+    /// Whether the rate limit counts `path`: everything but what an unmetered rule covers.
+    pub fn metered(&self, path: &str) -> bool {
+        !self
+            .0
+            .iter()
+            .any(|rule| !rule.metered && rule.covers(path).is_some())
     }
 
     /// What `method` on `path` needs in tokens mode; what no rule covers needs a bearer token.
@@ -404,6 +440,31 @@ mod tests {
                 rules.declared(&Method::GET, path).map(|n| n.access),
                 Some(Access::Public)
             );
+        }
+    }
+
+    #[test]
+    fn the_rate_limit_skips_the_probes_and_the_token_routes() {
+        let rules = crate::routes::rules();
+        for path in [
+            "/health",
+            "/health/live",
+            "/health/ready",
+            "/users",
+            "/users/1/tokens",
+            "/users/1/tokens/2/rotate",
+            "/tokens/verify",
+        ] {
+            assert!(!rules.metered(path), "{path}");
+        }
+        for path in [
+            "/notes",
+            "/health/",
+            "/healthz",
+            "/v1/notes",
+            "/accounts/a/events",
+        ] {
+            assert!(rules.metered(path), "{path}");
         }
     }
 }

@@ -56,13 +56,16 @@ pub(super) fn v1(doc: &mut Value) {
 }
 
 /// Operations that never touch the database, so no storage fault can reach them.
-pub(super) const NO_DATABASE: [&str; 6] = [
+/// (The health routes answer their own 503 with their own body.)
+pub(super) const NO_DATABASE: [&str; 8] = [
     "/",
     "/problems/{slug}",
     "/examples/ping",
     "/machine/health",
     "/examples/protected",
     "/health",
+    "/health/live",
+    "/health/ready",
 ];
 
 /// The scheme of area D's bearer tokens, the one `API_AUTH=tokens` asks for.

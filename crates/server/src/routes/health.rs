@@ -39,37 +39,51 @@ pub struct HealthDto {
     pub checks: Checks,
 }
 
-/// 200 when healthy, 503 (same shape) when degraded.
-pub struct HealthReply(HealthDto);
+/// What a probe's answer says in OpenAPI for 200 and for 503.
+pub trait ProbeDoc {
+    const OK: &'static str;
+    const UNAVAILABLE: &'static str;
+}
 
-impl Responder for HealthReply {
+impl ProbeDoc for HealthDto {
+    const OK: &'static str = "Healthy.";
+    const UNAVAILABLE: &'static str = "Degraded: the database check failed.";
+}
+
+/// 200 when `ok`, else 503, with the same JSON shape.
+pub struct Probe<T> {
+    ok: bool,
+    body: T,
+}
+
+impl<T: Serialize> Responder for Probe<T> {
     type Body = BoxBody;
     fn respond_to(self, _: &HttpRequest) -> HttpResponse {
-        let status = if self.0.db == "ok" {
+        let status = if self.ok {
             StatusCode::OK
         } else {
             StatusCode::SERVICE_UNAVAILABLE
         };
-        HttpResponse::build(status).json(self.0)
+        HttpResponse::build(status).json(self.body)
     }
 }
 
-impl ApiComponent for HealthReply {
+impl<T: ApiComponent + ProbeDoc> ApiComponent for Probe<T> {
     fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        HealthDto::child_schemas(v)
+        T::child_schemas(v)
     }
     fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        HealthDto::schema(v)
+        T::schema(v)
     }
     fn responses(v: OpenApiVersion, _: Option<String>, _: Option<String>) -> Option<Responses> {
-        let (name, _) = HealthDto::schema(v)?;
+        let (name, _) = T::schema(v)?;
         let response = |description: &str| {
             let schema = match v {
                 OpenApiVersion::OAS3_0 => VersionSpecificSchema::OAS3_0(ReferenceOr::Reference {
                     _ref: format!("#/components/schemas/{name}"),
                 }),
                 OpenApiVersion::OAS3_1 => VersionSpecificSchema::OAS3_1(
-                    HealthDto::schema(v)
+                    T::schema(v)
                         .and_then(|(_, s)| match s {
                             ReferenceOr::Object(o) => Some(o),
                             ReferenceOr::Reference { .. } => None,
@@ -91,14 +105,57 @@ impl ApiComponent for HealthReply {
         };
         Some(Responses {
             responses: BTreeMap::from([
-                ("200".to_owned(), response("Healthy.")),
-                (
-                    "503".to_owned(),
-                    response("Degraded: the database check failed."),
-                ),
+                ("200".to_owned(), response(T::OK)),
+                ("503".to_owned(), response(T::UNAVAILABLE)),
             ]),
             ..Default::default()
         })
+    }
+}
+
+/// The answer of `/health/live`.
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct LiveDto {
+    /// Always `live`.
+    #[schemars(extend("enum" = ["live"]))]
+    pub status: &'static str,
+}
+
+impl ProbeDoc for LiveDto {
+    const OK: &'static str = "The process serves requests.";
+    const UNAVAILABLE: &'static str =
+        "Never answered: a process that cannot serve answers nothing.";
+}
+
+/// The answer of `/health/ready`.
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct ReadyDto {
+    /// `ready`, or `not-ready`.
+    #[schemars(extend("enum" = ["ready", "not-ready"]))]
+    pub status: &'static str,
+    /// `ok`, `error`, or `unchecked` while draining.
+    #[schemars(extend("enum" = ["ok", "error", "unchecked"]))]
+    pub database: &'static str,
+    /// True from SIGTERM on, for the drain period (`DRAIN_SECS`), before the instance stops.
+    pub draining: bool,
+}
+
+impl ProbeDoc for ReadyDto {
+    const OK: &'static str = "Ready: the database takes writes and the instance is not draining.";
+    const UNAVAILABLE: &'static str =
+        "Not ready: the database would refuse writes, or the instance is draining.";
+}
+
+/// Whether the database would take a write now, logged when not.
+async fn database_ok(db: &Db) -> bool {
+    match db.check(DB_CHECK_TIMEOUT).await {
+        Ok(()) => true,
+        Err(e) => {
+            log::warn!("health: the database would refuse writes: {e}");
+            false
+        }
     }
 }
 
@@ -109,27 +166,69 @@ impl ApiComponent for HealthReply {
 /// full disk; and no write has failed on a storage fault in the last 10 seconds without one
 /// succeeding since. 503 with `db: "error"` otherwise.
 #[api_operation(operation_id = "health", tag = "meta")]
-pub async fn health(db: Db, context: Data<Context>) -> HealthReply {
-    let db_state = match db.check(DB_CHECK_TIMEOUT).await {
-        Ok(()) => "ok",
-        Err(e) => {
-            log::warn!("health: the database would refuse writes: {e}");
-            "error"
-        }
-    };
-    HealthReply(HealthDto {
-        status: if db_state == "ok" { "ok" } else { "degraded" }.to_owned(),
-        db: db_state.to_owned(),
-        service: context.info.service_name.clone(),
-        checks: Checks {
-            database: db_state.to_owned(),
+pub async fn health(db: Db, context: Data<Context>) -> Probe<HealthDto> {
+    let ok = database_ok(&db).await;
+    let db_state = if ok { "ok" } else { "error" };
+    Probe {
+        ok,
+        body: HealthDto {
+            status: if ok { "ok" } else { "degraded" }.to_owned(),
+            db: db_state.to_owned(),
+            service: context.info.service_name.clone(),
+            checks: Checks {
+                database: db_state.to_owned(),
+            },
         },
-    })
+    }
+}
+
+/// Liveness
+///
+/// 200 while the process serves requests; it checks nothing else, so an orchestrator that
+/// restarts on its failure never restarts a healthy process for a database outage.
+#[api_operation(operation_id = "health_live", tag = "meta")]
+pub async fn live() -> Probe<LiveDto> {
+    Probe {
+        ok: true,
+        body: LiveDto { status: "live" },
+    }
+}
+
+/// Readiness
+///
+/// 200 while the database would take a write (the check of `/health`) and the instance is not
+/// draining; 503 otherwise. From SIGTERM on, the instance answers 503 here for `DRAIN_SECS`
+/// while it keeps serving everything else, then stops as before: a load balancer that routes
+/// on this drains it first.
+#[api_operation(operation_id = "health_ready", tag = "meta")]
+pub async fn ready(db: Db, context: Data<Context>) -> Probe<ReadyDto> {
+    let draining = context.draining.load(std::sync::atomic::Ordering::Acquire);
+    let database = match draining {
+        true => "unchecked",
+        false if database_ok(&db).await => "ok",
+        false => "error",
+    };
+    let ok = database == "ok";
+    Probe {
+        ok,
+        body: ReadyDto {
+            status: if ok { "ready" } else { "not-ready" },
+            database,
+            draining,
+        },
+    }
 }
 
 /// Liveness and readiness: public.
-pub const ACCESS: &[Rule] = &[Rule::any("/health", Access::Public)];
+/// Probes are never rate limited.
+pub const ACCESS: &[Rule] = &[
+    Rule::unmetered("/health", Access::Public),
+    Rule::unmetered("/health/live", Access::Public),
+    Rule::unmetered("/health/ready", Access::Public),
+];
 
 pub fn configure(cfg: &mut ServiceConfig) {
-    cfg.service(resource("/health").route(get().to(health)));
+    cfg.service(resource("/health").route(get().to(health)))
+        .service(resource("/health/live").route(get().to(live)))
+        .service(resource("/health/ready").route(get().to(ready)));
 }
