@@ -85,6 +85,10 @@ faults:
 hostile *ARGS:
     bash scripts/hostile.sh {{ARGS}}
 
+# A real Prometheus (installed from Debian) scrapes a mixed load; its queries must say what happened.
+metrics-test:
+    bash scripts/metrics-test.sh
+
 # Three servers over one throwaway PostgreSQL database, requests round-robin: ledger, tokens, articles, webhooks.
 scale-test *ARGS:
     bash scripts/scale-test.sh {{ARGS}}

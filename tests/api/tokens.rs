@@ -47,7 +47,7 @@ backend_tests!(
 pub const OPERATOR_KEY: &str = "operator-key-for-the-token-tests-0123456789";
 
 /// An app in tokens mode with the operator key configured.
-async fn tokens_mode(backend: Backend) -> TestApp {
+pub async fn tokens_mode(backend: Backend) -> TestApp {
     TestApp::spawn_with(backend, |s| {
         s.api_auth = ApiAuth::Tokens;
         s.api_keys = vec![Secret::new(OPERATOR_KEY)];

@@ -28,6 +28,8 @@ pub struct Edge {
     pub rate_limit: Option<RateLimiter>,
     /// Who the client is behind reverse proxies (`middleware::client`).
     pub proxies: TrustedProxies,
+    /// What `/metrics` exposes; the `metrics::record` layer adds to it.
+    pub metrics: crate::metrics::Metrics,
     /// Path prefixes whose answers may be cached (static assets): `middleware::headers` adds
     /// no `Cache-Control: no-store` to them.
     pub cacheable: Vec<String>,

@@ -22,6 +22,7 @@ pub mod extract;
 pub mod idempotent;
 pub mod links;
 pub mod list;
+pub mod metrics;
 pub mod middleware;
 pub mod serve;
 

@@ -131,6 +131,7 @@ impl Application {
             proxies: settings.trusted_proxies,
             // Swagger UI's static assets.
             cacheable: vec!["/docs".to_owned()],
+            metrics: http_edge::metrics::Metrics::new(&settings.service_name)?,
         };
         let parts = AppParts {
             edge: Data::new(edge),
@@ -241,6 +242,7 @@ impl AppParts {
                 headers::cors(&self.cors_origins),
             ))
             .wrap(access_log::logger())
+            .wrap(from_fn(http_edge::metrics::record))
             .wrap(from_fn(path::normalize))
             .build_with(SPEC_PATH, BuildConfig::default().disable_openapi_route())
             .route(

@@ -190,6 +190,30 @@ impl Client {
         Ok(ready)
     }
 
+    /// `GET /metrics`: the Prometheus text exposition, as sent (with `API_AUTH=tokens` the
+    /// client needs the operator key).
+    ///
+    /// ```no_run
+    /// # async fn run(api: client::Client) -> Result<(), client::ClientError> {
+    /// let text = api.metrics().await?;
+    /// assert!(text.contains("http_requests_total"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn metrics(&self) -> Result<String, ClientError> {
+        const OP: &str = "metrics";
+        let reply = self
+            .execute(&Call::new(OP, Method::GET, "/metrics"))
+            .await?;
+        reply.expect(StatusCode::OK)?;
+        let text_format = reply
+            .content_type()
+            .is_some_and(|t| t.starts_with("text/plain"));
+        if !text_format {
+            return Err(ClientError::invalid(OP, "the metrics are not text/plain"));
+        }
+        reply.text()
+    }
+
     /// `GET /machine/health` with the configured API key.
     ///
     /// ```no_run

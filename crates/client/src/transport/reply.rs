@@ -226,6 +226,12 @@ impl Reply {
         })
     }
 
+    /// The body as text: it must be UTF-8.
+    pub fn text(&self) -> Result<String, ClientError> {
+        String::from_utf8(self.body.clone())
+            .map_err(|_| ClientError::invalid(self.op, "the body is not UTF-8"))
+    }
+
     /// The body as `T`: it must be JSON (by media type when one is sent) and of `T`'s shape.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T, ClientError> {
         if let Some(ct) = self.content_type()

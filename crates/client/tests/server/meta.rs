@@ -46,6 +46,8 @@ async fn meta_health_and_ping(server: Running) {
     }
     assert_eq!(api.ping().await.unwrap().message, "pong");
     api.live().await.unwrap();
+    let metrics = api.metrics().await.unwrap();
+    assert!(metrics.contains("http_requests_total{"), "{metrics}");
     let ready = api.ready().await.unwrap();
     assert!(ready.is_ready() && !ready.draining, "{ready:?}");
     assert_eq!(ready.database, client::ReadyCheck::Ok);

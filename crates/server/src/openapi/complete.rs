@@ -57,7 +57,7 @@ pub(super) fn v1(doc: &mut Value) {
 
 /// Operations that never touch the database, so no storage fault can reach them.
 /// (The health routes answer their own 503 with their own body.)
-pub(super) const NO_DATABASE: [&str; 8] = [
+pub(super) const NO_DATABASE: [&str; 9] = [
     "/",
     "/problems/{slug}",
     "/examples/ping",
@@ -66,6 +66,7 @@ pub(super) const NO_DATABASE: [&str; 8] = [
     "/health",
     "/health/live",
     "/health/ready",
+    "/metrics",
 ];
 
 /// The scheme of area D's bearer tokens, the one `API_AUTH=tokens` asks for.

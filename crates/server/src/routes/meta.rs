@@ -102,13 +102,72 @@ fn html_page(doc: &ProblemTypeDoc) -> HttpResponse {
         .body(body)
 }
 
-/// The service's identity and what problem `type` URIs point to: public.
+/// The Prometheus text exposition (`text/plain; version=0.0.4`).
+pub struct MetricsText(String);
+
+impl actix_web::Responder for MetricsText {
+    type Body = actix_web::body::BoxBody;
+    fn respond_to(self, _: &HttpRequest) -> HttpResponse {
+        HttpResponse::Ok()
+            .content_type(prometheus::TEXT_FORMAT)
+            .body(self.0)
+    }
+}
+
+impl ApiComponent for MetricsText {
+    http_edge::no_schema!();
+    fn responses(
+        v: apistos::OpenApiVersion,
+        _: Option<String>,
+        _: Option<String>,
+    ) -> Option<apistos::paths::Responses> {
+        let string = apistos::ApistosSchema::from_value(&serde_json::json!({"type": "string"}), v);
+        let schema = match v {
+            apistos::OpenApiVersion::OAS3_0 => apistos::VersionSpecificSchema::OAS3_0(
+                apistos::reference_or::ReferenceOr::Object(string),
+            ),
+            apistos::OpenApiVersion::OAS3_1 => apistos::VersionSpecificSchema::OAS3_1(string),
+        };
+        let text = apistos::paths::MediaType {
+            schema: Some(schema),
+            ..Default::default()
+        };
+        let ok = apistos::paths::Response {
+            description: "Every metric now, in the Prometheus text format.".to_owned(),
+            content: std::collections::BTreeMap::from([(prometheus::TEXT_FORMAT.to_owned(), text)]),
+            ..Default::default()
+        };
+        Some(apistos::paths::Responses {
+            responses: std::collections::BTreeMap::from([(
+                "200".to_owned(),
+                apistos::reference_or::ReferenceOr::Object(ok),
+            )]),
+            ..Default::default()
+        })
+    }
+}
+
+/// Metrics
+///
+/// Requests by route template, method and status class, their latency, requests in flight,
+/// refusals by cause, the database pool and the process, in the Prometheus text format
+/// (docs/OPERATIONS.md). With `API_AUTH=tokens` it needs the operator key.
+#[api_operation(operation_id = "metrics", tag = "meta")]
+pub async fn metrics(req: HttpRequest) -> Result<MetricsText, ApiError> {
+    let edge = http_edge::Edge::of(&req)?;
+    Ok(MetricsText(edge.metrics.render(&edge.db)))
+}
+
+/// The service's identity and what problem `type` URIs point to: public. The metrics are
+/// operator data, never rate limited (a scraper must not lose samples).
 pub const ACCESS: &[Rule] = &[
     Rule::any("/", Access::Public),
     Rule::tree("/problems", Access::Public),
+    Rule::unmetered("/metrics", Access::OperatorOnly),
 ];
 
 pub fn configure(cfg: &mut ServiceConfig) {
     cfg.service(resource("/").route(get().to(root)))
-        .service(resource("/problems/{slug}").route(get().to(problem_type)));
+        .service(resource("/problems/{slug}").route(get().to(problem_type)))
+        .service(resource("/metrics").route(get().to(metrics)));
 }

@@ -1,0 +1,129 @@
+//! `GET /metrics`: what happened, by route template, in the Prometheus text format.
+
+use reqwest::{Method, StatusCode};
+
+use crate::backend_tests;
+use crate::helpers::{Backend, TestApp};
+use crate::tokens::{OPERATOR_KEY, tokens_mode};
+
+backend_tests!(
+    requests_are_counted_by_route_template,
+    in_tokens_mode_the_metrics_need_the_operator_key,
+);
+
+async fn metrics(app: &TestApp, key: Option<&str>) -> (StatusCode, String, String) {
+    let mut req = app.request(Method::GET, "/metrics");
+    if let Some(key) = key {
+        req = req.header("X-API-Key", key);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status();
+    let content_type = res
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, content_type, res.text().await.unwrap())
+}
+
+/// The value of the series `name` whose labels include `labels` (and the service's), or 0.
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let wanted: Vec<String> = labels
+        .iter()
+        .chain(&[("service", "notes-service")])
+        .map(|(k, v)| format!("{k}=\"{v}\""))
+        .collect();
+    text.lines()
+        .find_map(|line| {
+            let rest = line.strip_prefix(name)?;
+            let (set, value) = match rest.strip_prefix('{') {
+                Some(rest) => rest.split_once("} ")?,
+                None => ("", rest.strip_prefix(' ')?),
+            };
+            let pairs: Vec<&str> = set.split(',').collect();
+            wanted
+                .iter()
+                .all(|w| pairs.contains(&w.as_str()))
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0.0)
+}
+
+async fn requests_are_counted_by_route_template(backend: Backend) {
+    let app = TestApp::spawn(backend).await.unwrap();
+    for id in [123_456, 654_321] {
+        let res = app.get(&format!("/notes/{id}")).await;
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    }
+    assert_eq!(app.get("/notes").await.status(), StatusCode::OK);
+    let res = app
+        .request(Method::POST, "/notes")
+        .header("content-type", "text/plain")
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let (status, content_type, text) = metrics(&app, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
+    let get = ("method", "GET");
+    let item = ("route", "/notes/{note_id}");
+    let by_template = [get, item, ("status", "4xx")];
+    assert_eq!(
+        sample(&text, "http_requests_total", &by_template),
+        2.0,
+        "{text}"
+    );
+    let list = [get, ("route", "/notes"), ("status", "2xx")];
+    assert_eq!(sample(&text, "http_requests_total", &list), 1.0, "{text}");
+    assert!(
+        !text.contains("123456"),
+        "a raw path became a label:\n{text}"
+    );
+    let refused = [("cause", "unsupported_media_type")];
+    assert_eq!(
+        sample(&text, "http_refusals_total", &refused),
+        1.0,
+        "{text}"
+    );
+    let latency = "http_request_duration_seconds_count";
+    assert_eq!(sample(&text, latency, &[get, item]), 2.0, "{text}");
+    let idle = sample(&text, "db_pool_connections", &[("state", "idle")]);
+    let in_use = sample(&text, "db_pool_connections", &[("state", "in_use")]);
+    assert!(idle + in_use >= 1.0, "no pooled connection:\n{text}");
+    for series in [
+        "db_pool_connections",
+        "http_requests_in_flight",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "process_threads",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(series)),
+            "no {series} in\n{text}"
+        );
+    }
+    // The scrape itself is in flight while it is rendered.
+    assert!(
+        sample(&text, "http_requests_in_flight", &[]) >= 1.0,
+        "{text}"
+    );
+}
+
+async fn in_tokens_mode_the_metrics_need_the_operator_key(backend: Backend) {
+    let app = tokens_mode(backend).await;
+    let (status, _, _) = metrics(&app, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _, text) = metrics(&app, Some(OPERATOR_KEY)).await;
+    assert_eq!(status, StatusCode::OK);
+    // The refused scrape was counted.
+    let refused = [("cause", "unauthorized")];
+    assert!(
+        sample(&text, "http_refusals_total", &refused) >= 1.0,
+        "{text}"
+    );
+}
