@@ -16,9 +16,12 @@ api_tests!(
     keys_belong_to_the_caller,
     concurrent_requests_with_one_key_write_once,
     a_malformed_key_is_422,
+    a_retry_across_the_upgrade_that_respelled_scopes_still_replays,
 );
 
 backend_tests!(
+    a_step_of_the_wall_clock_expires_no_key,
+    the_ledger_knows_a_request_for_longer_than_the_ttl,
     expired_keys_are_forgotten_and_pruned,
     three_instances_on_one_database_write_once,
 );
@@ -313,6 +316,105 @@ async fn expired_keys_are_forgotten_and_pruned(backend: Backend) {
     assert_eq!(kept().await, 0, "expired keys are pruned");
 }
 
+/// The wall clock jumps a day and an hour forward (an NTP step, a resumed VM) between a
+/// request and its retry: by the wall clock alone every key would have expired, and the
+/// retried deposit would apply twice.
+async fn a_step_of_the_wall_clock_expires_no_key(backend: Backend) {
+    let clock = idempotency::Clock::steppable();
+    let for_app = clock.clone();
+    let Some(app) = TestApp::spawn_with(backend, move |s| s.key_clock = for_app).await else {
+        return;
+    };
+    app.open_account("stepped", "Ann").await;
+    let deposit = json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 100}});
+    let path = "/accounts/stepped/events";
+    let first = json(
+        post_keyed(&app, path, "d-1", &deposit).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let note = json!({"title": "t", "body": "b"});
+    let made = json(
+        post_keyed(&app, "/notes", "n-1", &note).await,
+        StatusCode::CREATED,
+    )
+    .await;
+
+    assert!(clock.step_wall(25 * 3600));
+    let again = post_keyed(&app, path, "d-1", &deposit).await;
+    assert_eq!(again.headers()[REPLAYED], "true");
+    assert_eq!(json(again, StatusCode::CREATED).await, first);
+    let again = post_keyed(&app, "/notes", "n-1", &note).await;
+    assert_eq!(again.headers()[REPLAYED], "true");
+    assert_eq!(json(again, StatusCode::CREATED).await["id"], made["id"]);
+    assert_eq!(app.account("stepped").await["balance_cents"], 100);
+}
+
+/// Records made before a step that happened while no server ran look old to the next one:
+/// made a day and a half ago by the wall clock (TTL a day). A note's key is free again; the
+/// ledger still knows the very same deposit for 7 TTLs and replays it, and lets the key go
+/// after that.
+async fn the_ledger_knows_a_request_for_longer_than_the_ttl(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return;
+    };
+    app.open_account("late", "Ann").await;
+    let deposit = json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 100}});
+    let path = "/accounts/late/events";
+    let first = json(
+        post_keyed(&app, path, "d-1", &deposit).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let note = json!({"title": "t", "body": "b"});
+    let made = json(
+        post_keyed(&app, "/notes", "n-1", &note).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let age_keys = |hours: i64| {
+        with_conn(&app.db, move |c| {
+            use idempotency::schema::idempotency_keys::dsl::*;
+            use storage::diesel::prelude::*;
+            let then = chrono::Utc::now() - chrono::Duration::hours(hours);
+            let then = then.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            storage::diesel::update(idempotency_keys)
+                .set(created_at.eq(then))
+                .execute(c)
+                .unwrap()
+        })
+    };
+    age_keys(36).await;
+
+    let again = post_keyed(&app, path, "d-1", &deposit).await;
+    assert_eq!(again.headers()[REPLAYED], "true");
+    assert_eq!(json(again, StatusCode::CREATED).await, first);
+    let other = json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 7}});
+    let res = post_keyed(&app, path, "d-1", &other).await;
+    assert!(
+        res.headers().get(REPLAYED).is_none(),
+        "another request: the key is free"
+    );
+    json(res, StatusCode::CREATED).await;
+    let res = post_keyed(&app, "/notes", "n-1", &note).await;
+    assert!(
+        res.headers().get(REPLAYED).is_none(),
+        "a note's key expires with the TTL"
+    );
+    assert_ne!(json(res, StatusCode::CREATED).await["id"], made["id"]);
+    assert_eq!(app.account("late").await["balance_cents"], 107);
+
+    post_keyed(&app, path, "d-2", &deposit).await;
+    age_keys(7 * 24 + 1).await;
+    let res = post_keyed(&app, path, "d-2", &deposit).await;
+    assert!(
+        res.headers().get(REPLAYED).is_none(),
+        "past 7 TTLs the key is free"
+    );
+    json(res, StatusCode::CREATED).await;
+    assert_eq!(app.account("late").await["balance_cents"], 307);
+}
+
 /// Every create documents the `Idempotency-Key` parameter and the `Idempotent-Replayed`
 /// header of its 201; token issuance (whose raw token is never stored) does neither.
 #[tokio::test]
@@ -388,5 +490,36 @@ async fn three_instances_on_one_database_write_once(backend: Backend) {
     assert_eq!(count(&app, "/notes").await, 1);
     for handle in handles {
         handle.stop(false).await;
+    }
+}
+
+/// Scopes were respelled as operation ids (`create_note`, `create_comment:5`); a key an
+/// earlier release recorded under the old spelling (`/notes`, `POST /v2/notes`) within the TTL
+/// must still replay its first answer, not be refused as reused.
+async fn a_retry_across_the_upgrade_that_respelled_scopes_still_replays(app: TestApp) {
+    let body = json!({"title": "before the upgrade", "body": "b"});
+    let object = body.as_object().unwrap().clone();
+    let first = r#"{"id":4242,"title":"before the upgrade","body":"b"}"#;
+    for (path, former, key) in [
+        ("/notes", "/notes", "up-notes"),
+        ("/v2/notes", "POST /v2/notes", "up-v2"),
+    ] {
+        let recorded = idempotency::Key::new(key, former, &object).unwrap();
+        let answer = idempotency::Answer {
+            status: 201,
+            location: Some(format!("{path}/4242")),
+            body: first.to_owned(),
+        };
+        with_conn(&app.db, move |c| {
+            let now = storage::timestamp::now_rfc3339();
+            idempotency::repo::record(c, "anonymous", &recorded, &answer, &now).unwrap();
+        })
+        .await;
+        let before = count(&app, path).await;
+        let res = post_keyed(&app, path, key, &body).await;
+        assert_eq!(res.status(), StatusCode::CREATED, "{path}");
+        assert_eq!(res.headers()[REPLAYED], "true", "{path}");
+        assert_eq!(res.text().await.unwrap(), first, "{path}");
+        assert_eq!(count(&app, path).await, before, "{path}: nothing written");
     }
 }

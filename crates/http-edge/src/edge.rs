@@ -2,8 +2,6 @@
 //! its configuration and registered as one piece of app data. A request that finds none is a
 //! wiring mistake answered with a 500, never served with a layer switched off.
 
-use std::time::Duration;
-
 use actix_web::HttpRequest;
 use actix_web::web::Data;
 
@@ -22,8 +20,9 @@ pub struct Edge {
     pub problems: ProblemBase,
     /// Every route and its methods, from the OpenAPI document (405 `Allow`, HEAD).
     pub routes: RouteTable,
-    /// How long a create's `Idempotency-Key` and first answer are kept.
-    pub key_ttl: Duration,
+    /// How long a create's `Idempotency-Key` and first answer are kept, measured so that a
+    /// step of the wall clock expires nothing.
+    pub keys: idempotency::Expiry,
     /// `None`: no rate limit.
     pub rate_limit: Option<RateLimiter>,
     /// Who the client is behind reverse proxies (`middleware::client`).

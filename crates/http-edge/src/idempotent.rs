@@ -4,7 +4,6 @@
 //! operator, else `X-User-Id`, else everyone unauthenticated together.
 
 use std::marker::PhantomData;
-use std::time::Duration;
 
 use actix_web::body::BoxBody;
 use actix_web::dev::Payload;
@@ -14,7 +13,7 @@ use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 use apistos::actix::CreatedJson;
 use apistos::paths::Responses;
 use apistos::{ApiComponent, OpenApiVersion};
-use idempotency::{Answer, CallerKey, Key, Outcome};
+use idempotency::{Answer, CallerKey, Key, Outcome, Scope};
 use problem_details::ToProblem;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -54,7 +53,7 @@ pub const REPLAYED: &str = "Idempotent-Replayed";
 pub struct KeyedCreate {
     key: Option<String>,
     caller: String,
-    ttl: Duration,
+    expiry: idempotency::Expiry,
     /// The collection the create posts to: a created resource's `Location` is under it.
     path: String,
 }
@@ -74,14 +73,14 @@ impl FromRequest for KeyedCreate {
             .headers()
             .get(IdempotencyKeyDoc::NAME)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let ttl = match crate::Edge::of(req) {
-            Ok(edge) => edge.key_ttl,
+        let expiry = match crate::Edge::of(req) {
+            Ok(edge) => edge.keys.clone(),
             Err(err) => return std::future::ready(Err(err)),
         };
         std::future::ready(Ok(KeyedCreate {
             key,
             caller: caller(req),
-            ttl,
+            expiry,
             path: req.path().trim_end_matches('/').to_owned(),
         }))
     }
@@ -105,24 +104,24 @@ impl KeyedCreate {
     /// the header); invalid keys are 422.
     pub fn caller_key(
         &self,
-        scope: &str,
+        scope: &Scope,
         body: &Map<String, Value>,
     ) -> Result<Option<CallerKey>, ApiError> {
         let Some(raw) = &self.key else {
             return Ok(None);
         };
-        let key = Key::new(raw, scope, body)?;
-        Ok(Some(CallerKey::new(self.caller.clone(), key, self.ttl)))
+        let key = Key::scoped(raw, scope, body)?;
+        Ok(Some(self.expiry.key(self.caller.clone(), key)))
     }
 
     /// Runs `create` in a write and answers 201 with what it made (and its `Location`, when it
-    /// has one); with a key, only once per key and request (`scope` names the route, `body` is
-    /// the request's JSON object). The audit row names the created resource; a replay writes
+    /// has one); with a key, only once per key and request (`scope` names the operation and its
+    /// target, `body` is the request's JSON object). The audit row names the created resource; a replay writes
     /// none.
     pub async fn create<T, E, F>(
         &self,
         db: &Db,
-        scope: &'static str,
+        scope: Scope,
         body: &Map<String, Value>,
         create: F,
     ) -> Result<Created<T>, ApiError>
@@ -142,14 +141,15 @@ impl KeyedCreate {
                 body,
             })
         };
-        let Some(key) = self.caller_key(scope, body)? else {
+        let Some(key) = self.caller_key(&scope, body)? else {
             let answer = db.write_recorded(fresh, made_at).await?;
             return Ok(Created::new(answer, false));
         };
         let keyed = key.clone();
+        let stamp = self.expiry.stamp();
         let outcome = db
             .write_recorded(
-                move |c| idempotency::once(c, &keyed, &storage::timestamp::now_rfc3339(), fresh),
+                move |c| idempotency::once(c, &keyed, &stamp, fresh),
                 |o: &Outcome| match o.replayed {
                     true => Wrote::Nothing,
                     false => made_at(&o.answer),

@@ -10,11 +10,50 @@ pub const KEY_MAX: usize = 255;
 #[error("Idempotency-Key must be 1 to 255 visible ASCII characters")]
 pub struct InvalidKey;
 
+/// What a key is bound to besides the body, spelled one way for every create: its operation
+/// id, then the path parameters that name its target, `:`-separated (`create_note`,
+/// `create_comment:5`, `append_event:acc-1`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    spelled: String,
+    /// How an earlier release spelled it (see [`Scope::formerly`]).
+    former: Option<&'static str>,
+}
+
+impl Scope {
+    pub fn of(operation_id: &str, params: &[&str]) -> Scope {
+        let spelled = std::iter::once(operation_id)
+            .chain(params.iter().copied())
+            .collect::<Vec<_>>()
+            .join(":");
+        Scope {
+            spelled,
+            former: None,
+        }
+    }
+
+    /// Records an earlier release wrote under `former` (its spelling of this scope) still
+    /// match, so that a retry across the upgrade replays instead of being refused as reused.
+    /// Such records expire with the TTL: a release made a TTL after this one can drop it.
+    pub fn formerly(self, former: &'static str) -> Scope {
+        Scope {
+            former: Some(former),
+            ..self
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.spelled
+    }
+}
+
 /// An `Idempotency-Key` with the fingerprint of the request it came with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Key {
     key: String,
     fingerprint: String,
+    /// The fingerprint under the scope's former spelling, if it has one.
+    former: Option<String>,
 }
 
 impl Key {
@@ -26,14 +65,18 @@ impl Key {
         if !valid {
             return Err(InvalidKey);
         }
-        use sha2::Digest;
-        let mut hasher = sha2::Sha256::new();
-        hasher.update(scope.as_bytes());
-        hasher.update(b"\n");
-        hasher.update(canonical(&Value::Object(body.clone())).as_bytes());
         Ok(Key {
             key: raw.to_owned(),
-            fingerprint: hex::encode(hasher.finalize()),
+            fingerprint: fingerprint(scope, body),
+            former: None,
+        })
+    }
+
+    /// [`Key::new`] under a [`Scope`], matching its former spelling too.
+    pub fn scoped(raw: &str, scope: &Scope, body: &Map<String, Value>) -> Result<Self, InvalidKey> {
+        Ok(Key {
+            former: scope.former.map(|former| fingerprint(former, body)),
+            ..Key::new(raw, scope.as_str(), body)?
         })
     }
 
@@ -45,6 +88,20 @@ impl Key {
     pub fn fingerprint(&self) -> &str {
         &self.fingerprint
     }
+
+    /// Whether a record stored with `fingerprint` came with this very request.
+    pub fn matches(&self, fingerprint: &str) -> bool {
+        self.fingerprint == fingerprint || self.former.as_deref() == Some(fingerprint)
+    }
+}
+
+fn fingerprint(scope: &str, body: &Map<String, Value>) -> String {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(scope.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(canonical(&Value::Object(body.clone())).as_bytes());
+    hex::encode(hasher.finalize())
 }
 
 /// JSON text with object members sorted, whatever map order serde_json was built with.
@@ -101,5 +158,32 @@ mod tests {
         );
         assert!(Key::new(&"k".repeat(255), "s", &Map::new()).is_ok());
         assert!(Key::new("!~", "s", &Map::new()).is_ok());
+    }
+
+    #[test]
+    fn a_scope_is_spelled_one_way_and_matches_its_former_spelling() {
+        assert_eq!(Scope::of("create_note", &[]).as_str(), "create_note");
+        assert_eq!(
+            Scope::of("create_comment", &["5"]).as_str(),
+            "create_comment:5"
+        );
+        let body = obj(json!({"title": "t"}));
+        let before = Key::new("k", "/notes", &body).unwrap();
+        let now = Key::scoped(
+            "k",
+            &Scope::of("create_note", &[]).formerly("/notes"),
+            &body,
+        )
+        .unwrap();
+        assert_ne!(now.fingerprint(), before.fingerprint());
+        assert!(
+            now.matches(before.fingerprint()),
+            "a record of the former spelling"
+        );
+        assert!(now.matches(now.fingerprint()));
+        let other = Key::new("k", "/tags", &body).unwrap();
+        assert!(!now.matches(other.fingerprint()));
+        let plain = Key::scoped("k", &Scope::of("create_note", &[]), &body).unwrap();
+        assert!(!plain.matches(before.fingerprint()));
     }
 }

@@ -4,8 +4,9 @@
 //! The first answer (status, `Location`, body) is recorded in the transaction that wrote what it
 //! answers, so there is never a key without its write or a write without its key. Keys belong
 //! to a caller (who counts as one is the service's choice) and are kept for a while
-//! ([`DEFAULT_TTL`]); [`repo::prune`] deletes older ones, and an older one found before it is
-//! pruned counts as unused.
+//! ([`DEFAULT_TTL`], measured so that a step of the wall clock expires nothing: [`Expiry`]);
+//! [`repo::prune`] deletes older ones, and an older one found before it is pruned counts as
+//! unused.
 //!
 //! Two requests with one key at once: on PostgreSQL the second's insert of the key waits for
 //! the first transaction, then fails as a unique violation; [`Error::InProgress`] tells the
@@ -14,6 +15,7 @@
 //!
 //! Token issuance does not use this: replaying it would mean storing the raw token.
 
+mod expiry;
 mod key;
 #[cfg(feature = "db")]
 pub mod repo;
@@ -26,7 +28,8 @@ use problem_details::{FieldError, FieldErrorCode, Problem, Slug, ToProblem};
 #[cfg(feature = "db")]
 use storage::DbConnection;
 
-pub use key::{InvalidKey, KEY_MAX, Key};
+pub use expiry::{Clock, Expiry};
+pub use key::{InvalidKey, KEY_MAX, Key, Scope};
 
 /// How long a key is kept by default: a day, as most payment APIs do.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -125,16 +128,27 @@ pub struct CallerKey {
     pub caller: String,
     pub key: Key,
     pub not_before: String,
+    /// The ledger still recognises this very request in a record made since this cut-off,
+    /// even past `not_before` ([`Expiry::same_request_since`]).
+    pub same_request_since: String,
 }
 
-#[cfg(feature = "db")]
 impl CallerKey {
-    /// `caller`'s `key`, whose records count for `ttl` from now.
+    /// `caller`'s `key`, whose records count for `ttl` from now (by a fresh [`Expiry`]; a
+    /// server keeps one and asks it: [`Expiry::key`]).
     pub fn new(caller: impl Into<String>, key: Key, ttl: Duration) -> Self {
+        Expiry::new(ttl).key(caller, key)
+    }
+}
+
+impl Expiry {
+    /// `caller`'s `key`, with the cut-offs of now.
+    pub fn key(&self, caller: impl Into<String>, key: Key) -> CallerKey {
         CallerKey {
             caller: caller.into(),
             key,
-            not_before: storage::timestamp::rfc3339_ago(ttl),
+            not_before: self.not_before(),
+            same_request_since: self.same_request_since(),
         }
     }
 }
@@ -174,7 +188,7 @@ pub fn once<E>(
 #[cfg(feature = "db")]
 pub fn replay<E>(conn: &mut DbConnection, key: &CallerKey) -> Result<Outcome, Error<E>> {
     match repo::find(conn, key)? {
-        Some(stored) if stored.fingerprint == key.key.fingerprint() => Ok(Outcome {
+        Some(stored) if key.key.matches(&stored.fingerprint) => Ok(Outcome {
             answer: stored.answer,
             replayed: true,
         }),
@@ -183,8 +197,9 @@ pub fn replay<E>(conn: &mut DbConnection, key: &CallerKey) -> Result<Outcome, Er
     }
 }
 
-/// Deletes expired keys in the background: every [`Pruner::EVERY`] (or every `ttl`, when
-/// shorter), through the store's write path. Stops when dropped.
+/// Deletes expired keys in the background: every [`Pruner::EVERY`] (or every TTL, when
+/// shorter), through the store's write path; the ledger's records (by reference) only after
+/// [`Expiry::same_request_since`]. Stops when dropped.
 #[cfg(feature = "db")]
 pub struct Pruner {
     _stop: std::sync::mpsc::Sender<()>,
@@ -194,18 +209,18 @@ pub struct Pruner {
 impl Pruner {
     pub const EVERY: Duration = Duration::from_secs(300);
 
-    pub fn start(store: storage::Store, ttl: Duration) -> Pruner {
+    pub fn start(store: storage::Store, expiry: Expiry) -> Pruner {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let every = Pruner::EVERY.min(ttl).max(Duration::from_secs(1));
+        let every = Pruner::EVERY.min(expiry.ttl()).max(Duration::from_secs(1));
         let _ = std::thread::Builder::new()
             .name("idempotency-prune".into())
             .spawn(move || {
                 while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
                     stopped.recv_timeout(every)
                 {
-                    let not_before = storage::timestamp::rfc3339_ago(ttl);
+                    let cut = (expiry.not_before(), expiry.same_request_since());
                     // A failed pass (the database is down) is tried again next time.
-                    let _ = store.write(|c| repo::prune(c, &not_before));
+                    let _ = store.write(|c| repo::prune(c, &cut.0, &cut.1));
                 }
             });
         Pruner { _stop: stop }

@@ -28,6 +28,18 @@ struct Row {
 }
 
 impl Row {
+    /// Whether this record has expired for `want`: made before its TTL, unless it answers by
+    /// reference (the ledger's) for this very request and is within
+    /// [`CallerKey::same_request_since`].
+    fn expired_for(&self, want: &CallerKey) -> bool {
+        if self.created_at >= want.not_before {
+            return false;
+        }
+        let same_request =
+            self.status == i64::from(Answer::BY_REFERENCE) && want.key.matches(&self.fingerprint);
+        !(same_request && self.created_at >= want.same_request_since)
+    }
+
     fn stored(self) -> Stored {
         Stored {
             fingerprint: self.fingerprint,
@@ -40,15 +52,16 @@ impl Row {
     }
 }
 
-/// The record of a caller's key, unless it was made before the key's `not_before`; such an
-/// expired record is deleted, so the key can be used afresh.
+/// The record of a caller's key, unless it has expired (made before the key's `not_before`,
+/// with the ledger's exception: [`CallerKey::same_request_since`]); such an expired record is
+/// deleted, so the key can be used afresh.
 pub fn find(conn: &mut DbConnection, key: &CallerKey) -> QueryResult<Option<Stored>> {
     let of_key = idempotency_keys::table
         .filter(idempotency_keys::caller.eq(&key.caller))
         .filter(idempotency_keys::idempotency_key.eq(key.key.key()));
     let row: Option<Row> = of_key.select(Row::as_select()).first(conn).optional()?;
     match row {
-        Some(row) if row.created_at < key.not_before => {
+        Some(row) if row.expired_for(key) => {
             diesel::delete(of_key).execute(conn)?;
             Ok(None)
         }
@@ -81,7 +94,7 @@ pub fn find_many(conn: &mut DbConnection, keys: &[&CallerKey]) -> QueryResult<Ve
                     .find(|r| r.caller == caller && r.idempotency_key == want.key.key())
             };
             let row = of(&want.caller).or_else(|| of(ANYONE))?;
-            if row.created_at < want.not_before {
+            if row.expired_for(want) {
                 expired.push(row.id);
                 return None;
             }
@@ -136,10 +149,22 @@ pub fn record_many(
     .map(|_| ())
 }
 
-/// Deletes the records made before `not_before`; returns how many.
-pub fn prune(conn: &mut DbConnection, not_before: &str) -> QueryResult<usize> {
-    diesel::delete(idempotency_keys::table.filter(idempotency_keys::created_at.lt(not_before)))
-        .execute(conn)
+/// Deletes the records made before `not_before`, but those that answer by reference (the
+/// ledger's) only when made before `same_request_since`; returns how many.
+pub fn prune(
+    conn: &mut DbConnection,
+    not_before: &str,
+    same_request_since: &str,
+) -> QueryResult<usize> {
+    let made = idempotency_keys::created_at;
+    let answered = idempotency_keys::status.ne(i64::from(Answer::BY_REFERENCE));
+    diesel::delete(
+        idempotency_keys::table.filter(
+            made.lt(same_request_since)
+                .or(made.lt(not_before).and(answered)),
+        ),
+    )
+    .execute(conn)
 }
 
 /// How many records are kept.

@@ -147,10 +147,17 @@ fn idempotency_keys_replay_inside_a_batch_and_across_batches() {
         assert_eq!(bobs.event.sequence, 4);
         assert_eq!(bob[1].as_ref().unwrap().event, bobs.event);
 
-        // An expired record counts as unused: the key makes a new event.
+        // Past its TTL the ledger still knows the very same request (a clock step must not
+        // move money twice)...
         let mut stale = keyed("a", 5, "k1");
         if let Some(key) = &mut stale.key {
             key.not_before = "9999-01-01T00:00:00Z".into();
+        }
+        let known = service::append_batch(c, std::slice::from_ref(&stale));
+        assert!(known[0].as_ref().unwrap().replayed);
+        // ...and past the wider bound too, the record counts as unused: a new event.
+        if let Some(key) = &mut stale.key {
+            key.same_request_since = "9999-01-01T00:00:00Z".into();
         }
         let fresh = service::append_batch(c, &[stale]);
         assert!(!fresh[0].as_ref().unwrap().replayed);

@@ -100,6 +100,8 @@ impl Application {
             rules: routes::rules(),
             credentials: auth::Credentials::from_settings(&settings),
         };
+        let keys =
+            idempotency::Expiry::with_clock(settings.idempotency_ttl, settings.key_clock.clone());
         let context = Context {
             info: AppInfo {
                 service_name: settings.service_name.clone(),
@@ -112,7 +114,7 @@ impl Application {
                 lifetime: settings.token_lifetime,
                 max_active: settings.token_max_active,
             },
-            pruner: idempotency::Pruner::start(store, settings.idempotency_ttl),
+            pruner: idempotency::Pruner::start(store, keys.clone()),
             draining: Arc::clone(&draining),
         };
         let edge = Edge {
@@ -123,7 +125,7 @@ impl Application {
             },
             problems: ProblemBase::new(settings.problem_base_url.clone(), settings.trusted_proxies),
             routes: openapi::route_table(&doc),
-            key_ttl: settings.idempotency_ttl,
+            keys,
             rate_limit: settings.rate_limit_per_minute.map(|n| {
                 let rules = routes::rules();
                 rate_limit::RateLimiter::new(n, move |path| !rules.metered(path))

@@ -43,7 +43,7 @@ pub fn find_key(conn: &mut DbConnection, key: &CallerKey) -> Result<Option<KeyRe
 }
 
 fn record_of(stored: idempotency::repo::Stored, want: &CallerKey) -> Result<KeyRecord, Error> {
-    if stored.fingerprint != want.key.fingerprint() {
+    if !want.key.matches(&stored.fingerprint) {
         return Ok(KeyRecord::Other);
     }
     // Same fingerprint, so the same ledger route: the record is a reference.

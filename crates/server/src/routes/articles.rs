@@ -17,6 +17,7 @@ use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
 use http_edge::idempotent::{Created, KeyedCreate};
 use http_edge::links::{Linked, Paged, Paging};
+use idempotency::Scope;
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -163,9 +164,12 @@ pub async fn create(
     );
     let owner = db.actor().owner_id();
     keyed
-        .create(&db, "POST /articles", &body, move |c| {
-            repo::create(c, &new, owner).map(ArticleDto::from)
-        })
+        .create(
+            &db,
+            Scope::of("create_article", &[]).formerly("POST /articles"),
+            &body,
+            move |c| repo::create(c, &new, owner).map(ArticleDto::from),
+        )
         .await
 }
 

@@ -17,6 +17,7 @@ use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
 use http_edge::idempotent::{Created, KeyedCreate};
 use http_edge::links::Linked;
+use idempotency::Scope;
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -90,10 +91,11 @@ pub async fn create(
     body: JsonObject<CommentBody>,
 ) -> Result<Created<CommentDto>, ApiError> {
     let (note_id, input) = (path.note_id, CommentInput::from_json(&body)?);
-    let route = "POST /notes/{note_id}/comments";
+    let id = note_id.to_string();
+    let scope = Scope::of("create_comment", &[&id]).formerly("POST /notes/{note_id}/comments");
     let owner = db.actor().owner_id();
     keyed
-        .create(&db, route, &with_path(&body, note_id), move |c| {
+        .create(&db, scope, &with_path(&body, note_id), move |c| {
             repo::comments::create(c, note_id, &input, owner).map(CommentDto::from)
         })
         .await

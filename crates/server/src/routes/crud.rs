@@ -56,7 +56,9 @@ macro_rules! crud_routes {
                 keyed: KeyedCreate,
                 body: JsonObject<$body>,
             ) -> Result<Created<$dto>, ApiError> {
-                ops::create_one(&db, &keyed, $collection, &body).await
+                // Keys recorded before scopes were operation ids name the collection.
+                let scope = idempotency::Scope::of($create_id, &[]).formerly($collection);
+                ops::create_one(&db, &keyed, scope, &body).await
             }
 
             $(#[doc = $get_doc])*

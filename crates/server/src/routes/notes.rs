@@ -11,6 +11,7 @@ use http_edge::db::Db;
 use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
 use http_edge::idempotent::{Created, KeyedCreate};
+use idempotency::Scope;
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -64,13 +65,13 @@ pub(crate) async fn list_page(db: &Db, q: &RawQuery<PageQuery>) -> Result<NoteLi
 pub(crate) async fn create_one(
     db: &Db,
     keyed: &KeyedCreate,
-    route: &'static str,
+    scope: Scope,
     body: &JsonObject<NoteBody>,
 ) -> Result<Created<NoteDto>, ApiError> {
     let input = NoteInput::from_json(body)?;
     let owner = db.actor().owner_id();
     keyed
-        .create(db, route, body, move |c| {
+        .create(db, scope, body, move |c| {
             repo::notes::create(c, &input, owner).map(NoteDto::from)
         })
         .await

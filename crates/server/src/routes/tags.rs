@@ -11,6 +11,7 @@ use http_edge::db::Db;
 use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
 use http_edge::idempotent::{Created, KeyedCreate};
+use idempotency::Scope;
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
@@ -60,13 +61,13 @@ pub(crate) async fn list_page(db: &Db, q: &RawQuery<PageQuery>) -> Result<TagLis
 pub(crate) async fn create_one(
     db: &Db,
     keyed: &KeyedCreate,
-    route: &'static str,
+    scope: Scope,
     body: &JsonObject<TagBody>,
 ) -> Result<Created<TagDto>, ApiError> {
     let input = TagInput::from_json(body)?;
     let owner = db.actor().owner_id();
     keyed
-        .create(db, route, body, move |c| {
+        .create(db, scope, body, move |c| {
             repo::tags::create(c, &input, owner).map(TagDto::from)
         })
         .await

@@ -22,6 +22,7 @@ use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
 use http_edge::idempotent::{Created, KeyedCreate};
 use http_edge::links::Linked;
+use idempotency::Scope;
 
 /// A note in the V1 shape: exactly these four members (the body is `content`; no tags, no
 /// `updated_at`).
@@ -179,9 +180,12 @@ pub async fn create_v1(
     let input = NoteInput::from_v1_json(&body)?;
     let owner = db.actor().owner_id();
     keyed
-        .create(&db, "POST /v1/notes", &body, move |c| {
-            repo::notes::create(c, &input, owner).map(NoteV1::from)
-        })
+        .create(
+            &db,
+            Scope::of("create_note_v1", &[]).formerly("POST /v1/notes"),
+            &body,
+            move |c| repo::notes::create(c, &input, owner).map(NoteV1::from),
+        )
         .await
 }
 
@@ -226,10 +230,15 @@ pub async fn create_v2(
     let input = NoteInput::from_v2_json(&body)?;
     let owner = db.actor().owner_id();
     keyed
-        .create(&db, "POST /v2/notes", &body, move |c| {
-            let note = repo::notes::create(c, &input, owner)?;
-            Ok::<_, versioned_notes::Error>(NoteV2Envelope { data: note.into() })
-        })
+        .create(
+            &db,
+            Scope::of("create_note_v2", &[]).formerly("POST /v2/notes"),
+            &body,
+            move |c| {
+                let note = repo::notes::create(c, &input, owner)?;
+                Ok::<_, versioned_notes::Error>(NoteV2Envelope { data: note.into() })
+            },
+        )
         .await
 }
 

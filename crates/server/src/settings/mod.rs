@@ -116,6 +116,9 @@ pub struct Settings {
     /// `IDEMPOTENCY_TTL_SECS` (86,400): how long a create's `Idempotency-Key` and first answer
     /// are kept for retries; pruned in the background after that.
     pub idempotency_ttl: Duration,
+    /// The clocks key expiry reads: the system's; never read from the environment (the tests
+    /// step its wall clock).
+    pub key_clock: idempotency::Clock,
     /// `DRAIN_SECS` (0): on SIGTERM, how long `/health/ready` answers 503 while everything
     /// else is still served, before the graceful shutdown begins.
     pub drain: Duration,
@@ -179,6 +182,7 @@ impl Default for Settings {
             token_lifetime: tokens::Lifetime::default(),
             token_max_active: tokens::MAX_ACTIVE_DEFAULT,
             idempotency_ttl: idempotency::DEFAULT_TTL,
+            key_clock: idempotency::Clock::system(),
             drain: Duration::ZERO,
         }
     }

@@ -178,6 +178,7 @@ impl Settings {
                     "expected whole seconds, 1 to 2592000 (30 days)",
                 )?
                 .map_or(idempotency::DEFAULT_TTL, Duration::from_secs),
+            key_clock: idempotency::Clock::system(),
             drain: v
                 .number("DRAIN_SECS", 0..=600, "expected whole seconds, 0 to 600")?
                 .map_or(Duration::ZERO, Duration::from_secs),

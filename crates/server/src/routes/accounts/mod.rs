@@ -16,6 +16,7 @@ use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
 use http_edge::idempotent::KeyedCreate;
 use http_edge::links::Linked;
+use idempotency::Scope;
 
 mod dto;
 
@@ -38,7 +39,7 @@ pub async fn open(
     body: JsonObject<OpenAccountBody>,
 ) -> Result<CreatedEvent, ApiError> {
     let input = OpenAccount::from_json(&body)?.owned_by(db.actor().owner_id());
-    let key = keyed.caller_key("open_account", &body)?;
+    let key = keyed.caller_key(&Scope::of("open_account", &[]), &body)?;
     let recorded = db
         .write_recorded(
             move |c| service::open_account(c, &input, key.as_ref()),
@@ -104,7 +105,7 @@ pub async fn append(
     let account_id = path.into_inner().id;
     let command = AppendEvent::from_json(&body)?;
     // An invalid request (422) is refused before its precondition is judged (412).
-    let key = keyed.caller_key(&format!("append_event:{account_id}"), &body)?;
+    let key = keyed.caller_key(&Scope::of("append_event", &[&account_id]), &body)?;
     let precondition = ledger::Precondition::new(if_match.sequence::<ledger::Error>()?);
     let failed = |_| Precondition::<ledger::Error>::Failed;
     let command = precondition.apply(command).map_err(failed)?;

@@ -20,6 +20,7 @@ use http_edge::error::ApiError;
 use http_edge::extract::{OptionalJson, RawJson, RawQuery};
 use http_edge::idempotent::{Created, KeyedCreate};
 use http_edge::links::{Linked, Paging};
+use idempotency::Scope;
 
 use crate::auth::{Access, Rule};
 use crate::context::Context;
@@ -40,9 +41,12 @@ pub async fn create_user(
     let object = tokens::body_object(&body.bytes)?;
     let input = tokens::NewUser::from_object(&object)?;
     keyed
-        .create(&db, "POST /users", &object, move |c| {
-            service::create_user(c, &input).map(UserDto::from)
-        })
+        .create(
+            &db,
+            Scope::of("create_user", &[]).formerly("POST /users"),
+            &object,
+            move |c| service::create_user(c, &input).map(UserDto::from),
+        )
         .await
         .map_err(ApiError::plain)
 }
