@@ -89,6 +89,11 @@ hostile *ARGS:
 metrics-test:
     bash scripts/metrics-test.sh
 
+# pg_dump under a write load restores into a fresh database that passes ledger-check (SQLite's
+# `server backup`/`restore` are in crates/server/tests/cli.rs).
+backup-test:
+    bash scripts/backup-test.sh
+
 # Three servers over one throwaway PostgreSQL database, requests round-robin: ledger, tokens, articles, webhooks.
 scale-test *ARGS:
     bash scripts/scale-test.sh {{ARGS}}

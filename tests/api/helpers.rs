@@ -302,7 +302,8 @@ pub async fn with_conn<T: Send + 'static>(
 }
 
 /// Every log line of this test binary from the server side (not the HTTP client's), captured by
-/// one process-wide logger at `trace` so leak tests can scan what the service logged.
+/// one process-wide logger at `trace` so leak tests can scan what the service logged; each as
+/// the JSON object `LOG_FORMAT=json` writes.
 pub struct LogCapture {
     lines: std::sync::Mutex<Vec<String>>,
 }
@@ -316,12 +317,8 @@ impl log::Log for LogCapture {
         if self.enabled(record.metadata()) {
             let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
             if lines.len() < 2_000_000 {
-                lines.push(format!(
-                    "{} {} {}",
-                    record.level(),
-                    record.target(),
-                    record.args()
-                ));
+                // As LOG_FORMAT=json writes it: the message and every key-value.
+                lines.push(http_edge::middleware::access_log::json_line("-", record));
             }
         }
     }

@@ -15,6 +15,7 @@ mod health;
 mod hostile;
 mod idempotency;
 mod links;
+mod logs;
 mod metrics;
 mod migrations;
 mod notes;

@@ -56,7 +56,7 @@ pub async fn tokens_mode(backend: Backend) -> TestApp {
     .unwrap()
 }
 
-async fn create_user(app: &TestApp, name: &str) -> i64 {
+pub async fn create_user(app: &TestApp, name: &str) -> i64 {
     let res = app
         .request(Method::POST, "/users")
         .header("X-API-Key", OPERATOR_KEY)
@@ -86,7 +86,7 @@ async fn call(
 }
 
 /// Issues a token as its owner; returns the 201 body.
-async fn issue(app: &TestApp, user: i64, body: Value) -> Value {
+pub async fn issue(app: &TestApp, user: i64, body: Value) -> Value {
     let res = call(
         app,
         Method::POST,

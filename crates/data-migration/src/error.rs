@@ -34,4 +34,24 @@ pub enum Error {
     Ledger(#[source] ledger::Error),
     #[error("database error")]
     Storage(#[from] diesel::result::Error),
+    #[error("{0} exists; a backup never overwrites a file")]
+    DestinationExists(std::path::PathBuf),
+    #[error(
+        "backup and restore work on SQLite files; for PostgreSQL use pg_dump and pg_restore (docs/RELIABILITY.md)"
+    )]
+    NotSqlite,
+    #[error("cannot open {path}: {reason}")]
+    Open {
+        path: std::path::PathBuf,
+        reason: String,
+    },
+    #[error(
+        "{0} is in use (a server or another tool has it open): stop every process that uses it, \
+         then restore"
+    )]
+    InUse(std::path::PathBuf),
+    #[error("the copy failed verification; nothing was kept\n{0}")]
+    Damaged(Box<crate::backup::FileReport>),
+    #[error("file system")]
+    Io(#[source] std::io::Error),
 }

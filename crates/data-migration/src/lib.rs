@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod backup;
 mod copy;
 mod error;
 mod tables;

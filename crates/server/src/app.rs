@@ -243,7 +243,7 @@ impl AppParts {
                 !self.cors_origins.is_empty(),
                 headers::cors(&self.cors_origins),
             ))
-            .wrap(access_log::logger())
+            .wrap(from_fn(access_log::log))
             .wrap(from_fn(http_edge::metrics::record))
             .wrap(from_fn(path::normalize))
             .build_with(SPEC_PATH, BuildConfig::default().disable_openapi_route())

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use http_edge::middleware::access_log::{self, LogFormat};
 use server::{Application, Settings};
 
 #[derive(Parser)]
@@ -33,6 +34,21 @@ enum Command {
     /// Insert demo rows in bulk (batched multi-row inserts, a commit every 50 statements); each
     /// run adds to what the tables hold
     Seed(SeedArgs),
+    /// Take a consistent copy of the SQLite database (DATABASE_URL), running or not, into a new
+    /// file: fsynced and verified (integrity_check, every table's rows and checksum, the kept
+    /// counts, the ledger replay) before it gets its name. PostgreSQL: use pg_dump
+    Backup {
+        /// The backup file to create; never overwritten
+        #[arg(long)]
+        to: PathBuf,
+    },
+    /// Replace the SQLite database (DATABASE_URL) with a backup, verified first; refused while
+    /// any process has the database open. The replaced file is kept beside it
+    Restore {
+        /// The backup file (made by `server backup`)
+        #[arg(long)]
+        from: PathBuf,
+    },
     /// Copy every table from one database into an empty one (SQLite to PostgreSQL), then
     /// verify row counts, checksums and the ledger replay; all or nothing (exit 1 on failure)
     MigrateData {
@@ -166,6 +182,27 @@ async fn run() -> anyhow::Result<()> {
             }
         }
         Command::Seed(args) => seed(args).await?,
+        Command::Backup { to } => {
+            let url = init_tool()?.database_url;
+            let report =
+                actix_web::web::block(move || data_migration::backup::backup(&url, &to)).await??;
+            print!("{report}");
+            println!("backup: verified and synced");
+        }
+        Command::Restore { from } => {
+            let url = init_tool()?.database_url;
+            let restored =
+                actix_web::web::block(move || data_migration::backup::restore(&from, &url))
+                    .await??;
+            print!("{}", restored.report);
+            match restored.previous {
+                Some(kept) => println!(
+                    "restore: done; the replaced database is kept as {}",
+                    kept.display()
+                ),
+                None => println!("restore: done"),
+            }
+        }
         Command::MigrateData { from, to } => migrate_data(from, to).await?,
     }
     Ok(())
@@ -240,7 +277,15 @@ async fn migrate_data(from: String, to: String) -> anyhow::Result<()> {
 
 fn init() -> anyhow::Result<Settings> {
     let settings = Settings::from_env()?;
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let mut logger =
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"));
+    if settings.log_format == LogFormat::Json {
+        logger.format(|buf, record| {
+            let timestamp = buf.timestamp_millis().to_string();
+            writeln!(buf, "{}", access_log::json_line(&timestamp, record))
+        });
+    }
+    logger.init();
     Ok(settings)
 }
 

@@ -62,7 +62,14 @@ fn help_lists_the_subcommands() {
     let out = server().arg("--help").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for sub in ["serve", "migrate", "openapi", "migrate-data"] {
+    for sub in [
+        "serve",
+        "migrate",
+        "openapi",
+        "migrate-data",
+        "backup",
+        "restore",
+    ] {
         assert!(text.contains(sub), "{sub} missing from --help");
     }
 }
@@ -257,4 +264,206 @@ fn sigterm_drains_before_it_stops() {
         signalled.elapsed() >= Duration::from_secs(3),
         "stopped before the drain period ended"
     );
+}
+
+/// `LOG_FORMAT=json`: every line the server writes to standard error is one JSON object, the
+/// access record among them with its fields.
+#[test]
+fn json_logs_are_one_object_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/logs.db", dir.path().display());
+    let port = free_port();
+    let mut child = server()
+        .env("DATABASE_URL", &url)
+        .env("BIND", format!("127.0.0.1:{port}"))
+        .env("LOG_FORMAT", "json")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !health_ok(port) {
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let answer = get(port, "/notes/424242").unwrap();
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(20)).success());
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    let records: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    assert!(
+        records
+            .iter()
+            .all(|r| r["timestamp"].is_string() && r["level"].is_string())
+    );
+    let access = records
+        .iter()
+        .find(|r| r["target"] == "access" && r["route"] == "/notes/{note_id}")
+        .unwrap_or_else(|| panic!("no access record in {stderr}"));
+    assert_eq!(access["status"], 404);
+    assert_eq!(access["method"], "GET");
+    assert_eq!(access["trace_id"].as_str().unwrap().len(), 32);
+    assert!(access["request_id"].is_string());
+}
+
+/// `method path` with a JSON body; the status and the body of the answer.
+fn send(port: u16, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: \
+         application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let status = response.get(9..12)?.parse().ok()?;
+    let (_, body) = response.split_once("\r\n\r\n")?;
+    Some((status, body.to_owned()))
+}
+
+fn start(url: &str, port: u16) -> std::process::Child {
+    let child = server()
+        .env("DATABASE_URL", url)
+        .env("BIND", format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !health_ok(port) {
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+fn tool(url: &str, args: &[&str]) -> std::process::Output {
+    server()
+        .env("DATABASE_URL", url)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `server backup` of a server under a write load (notes and deposits): every write
+/// acknowledged before the backup began is in the copy, which verifies; `server restore`
+/// refuses while the server runs, then swaps the copy in (keeping the replaced file), and the
+/// restored database serves exactly what the copy held.
+#[test]
+fn a_backup_under_write_load_holds_every_acknowledged_write_and_restores() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/live.db", dir.path().display());
+    let port = free_port();
+    let mut child = start(&url, port);
+    let opened = send(
+        port,
+        "POST",
+        "/accounts",
+        r#"{"account_id":"acc","owner":"Ann"}"#,
+    );
+    assert_eq!(opened.unwrap().0, 201);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let notes = Arc::new(Mutex::new(Vec::<i64>::new()));
+    let deposits = Arc::new(Mutex::new(0_i64));
+    let writers = [
+        {
+            let (stop, notes) = (stop.clone(), notes.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let body = r#"{"title":"t","body":"b"}"#;
+                    if let Some((201, made)) = send(port, "POST", "/notes", body) {
+                        let made: serde_json::Value = serde_json::from_str(&made).unwrap();
+                        notes.lock().unwrap().push(made["id"].as_i64().unwrap());
+                    }
+                }
+            })
+        },
+        {
+            let (stop, deposits) = (stop.clone(), deposits.clone());
+            std::thread::spawn(move || {
+                let body = r#"{"event_type":"MoneyDeposited","payload":{"amount_cents":100}}"#;
+                while !stop.load(Ordering::SeqCst) {
+                    if let Some((201, _)) = send(port, "POST", "/accounts/acc/events", body) {
+                        *deposits.lock().unwrap() += 1;
+                    }
+                }
+            })
+        },
+    ];
+    std::thread::sleep(Duration::from_millis(700));
+    let notes_before = notes.lock().unwrap().clone();
+    let deposits_before = *deposits.lock().unwrap();
+    let copy = dir.path().join("copy.db");
+    let copy_arg = copy.display().to_string();
+    let backup = tool(&url, &["backup", "--to", &copy_arg]);
+    let report = String::from_utf8_lossy(&backup.stdout).into_owned();
+    assert!(
+        backup.status.success(),
+        "{report}{}",
+        String::from_utf8_lossy(&backup.stderr)
+    );
+    assert!(report.contains("integrity_check: ok"), "{report}");
+    assert!(report.contains("backup: verified and synced"), "{report}");
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::SeqCst);
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    let after = *notes.lock().unwrap().last().unwrap();
+    assert!(
+        !notes_before.is_empty() && deposits_before > 0,
+        "the load wrote nothing"
+    );
+
+    // Never overwritten; never restored over a database in use.
+    assert!(!tool(&url, &["backup", "--to", &copy_arg]).status.success());
+    let refused = tool(&url, &["restore", "--from", &copy_arg]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("in use"));
+
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(20)).success());
+    let restored = tool(&url, &["restore", "--from", &copy_arg]);
+    let said = String::from_utf8_lossy(&restored.stdout).into_owned();
+    assert!(
+        restored.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&restored.stderr)
+    );
+    assert!(said.contains("kept as"), "{said}");
+
+    let port = free_port();
+    let mut child = start(&url, port);
+    for id in &notes_before {
+        let (status, _) = send(port, "GET", &format!("/notes/{id}"), "").unwrap();
+        assert_eq!(
+            status, 200,
+            "note {id}, acknowledged before the backup, is missing"
+        );
+    }
+    let (status, _) = send(port, "GET", &format!("/notes/{after}"), "").unwrap();
+    assert_eq!(status, 404, "a note written after the backup is not in it");
+    let (_, account) = send(port, "GET", "/accounts/acc", "").unwrap();
+    let account: serde_json::Value = serde_json::from_str(&account).unwrap();
+    let balance = account["balance_cents"].as_i64().unwrap();
+    assert!(
+        balance >= 100 * deposits_before,
+        "{balance} < {deposits_before} deposits"
+    );
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(20)).success());
+    let check = tool(&url, &["ledger-check"]);
+    assert!(check.status.success());
 }

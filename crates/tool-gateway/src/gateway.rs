@@ -14,6 +14,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 use tool_catalog::{BaseUrl, Catalog, CatalogError, Safety, Tool};
+use trace_context::TraceParent;
 
 use crate::describe::describe;
 use crate::{
@@ -186,18 +187,21 @@ impl Gateway {
             session: "direct".to_owned(),
             request_id: n.to_string(),
         };
-        self.call_as(name, arguments, &attempt, None).await
+        self.call_as(name, arguments, &attempt, None, None).await
     }
 
     /// `tools/call` of `attempt`: a write tool sends the attempt's Idempotency-Key. With a
     /// verified `client` (client authentication on), a write tool runs only for a client whose
     /// own token may write: the gateway's bearer never lends a read token more than it has.
+    /// The API request continues the caller's trace (`traceparent`, W3C Trace Context) as a
+    /// span of the gateway's, or starts one.
     pub async fn call_as(
         &self,
         name: &str,
         arguments: JsonObject,
         attempt: &Attempt,
         client: Option<&Client>,
+        traceparent: Option<&str>,
     ) -> Result<CallToolResult, McpError> {
         let catalog = self.catalog()?;
         let Some(tool) = catalog.get(name).filter(|t| self.inner.selection.admits(t)) else {
@@ -233,11 +237,18 @@ impl Gateway {
         };
 
         let key = bearer.map(|_| retry_key(&self.inner.nonce, attempt, tool.name(), &arguments));
-        log::info!("tools/call {} -> {} {}", tool.name(), spec.method, spec.url);
+        let span = TraceParent::continue_or_start(traceparent);
+        log::info!(
+            "tools/call {} -> {} {} trace_id={}",
+            tool.name(),
+            spec.method,
+            spec.url,
+            span.trace_id()
+        );
         match self
             .inner
             .upstream
-            .send(&spec, bearer, key.as_deref())
+            .send(&spec, bearer, key.as_deref(), &span)
             .await
         {
             Ok(reply) => {
@@ -325,7 +336,10 @@ impl ServerHandler for Gateway {
             session,
             request_id: serde_json::to_string(&context.id).unwrap_or_default(),
         };
-        self.call_as(&request.name, arguments, &attempt, client)
+        let traceparent = parts
+            .and_then(|p| p.headers.get(trace_context::HEADER))
+            .and_then(|v| v.to_str().ok());
+        self.call_as(&request.name, arguments, &attempt, client, traceparent)
             .await
             .map(Into::into)
     }

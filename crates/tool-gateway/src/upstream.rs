@@ -5,6 +5,7 @@ use std::time::Duration;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
 use tool_catalog::RequestSpec;
+use trace_context::TraceParent;
 
 use crate::BearerToken;
 
@@ -59,19 +60,22 @@ impl Upstream {
         Ok(Upstream { client })
     }
 
-    /// Sends `spec`; `bearer` is attached as `Authorization: Bearer ...` when given.
+    /// Sends `spec`; `bearer` is attached as `Authorization: Bearer ...` when given, and
+    /// `span` (the gateway's span of the call) as its `traceparent`.
     pub async fn send(
         &self,
         spec: &RequestSpec,
         bearer: Option<&BearerToken>,
         idempotency_key: Option<&str>,
+        span: &TraceParent,
     ) -> Result<Reply, Failure> {
         let method = reqwest::Method::from_bytes(spec.method.as_str().as_bytes())
             .map_err(|_| Failure::Other)?;
         let mut request = self
             .client
             .request(method, spec.full_url())
-            .header(ACCEPT, "application/json");
+            .header(ACCEPT, "application/json")
+            .header(trace_context::HEADER, span.to_string());
         if let Some(token) = bearer {
             let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
                 .map_err(|_| Failure::Other)?;

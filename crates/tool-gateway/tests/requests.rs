@@ -94,6 +94,58 @@ async fn read_tool_sends_get_with_query_and_no_credentials() {
     );
 }
 
+/// Each API request carries a `traceparent`: the caller's trace continued as the gateway's own
+/// span, or a new trace when the caller sent none (or an invalid one).
+#[tokio::test]
+async fn every_api_request_continues_or_starts_a_trace() {
+    let stub = ok_stub().await;
+    let gw = gateway(&stub.base_url, None);
+    let attempt = Attempt {
+        client: "anonymous".into(),
+        session: "session-1".into(),
+        request_id: "1".into(),
+    };
+    let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    gw.call_as(
+        "list_notes",
+        JsonObject::new(),
+        &attempt,
+        None,
+        Some(parent),
+    )
+    .await
+    .unwrap();
+    gw.call("list_notes", JsonObject::new()).await.unwrap();
+    gw.call_as(
+        "list_notes",
+        JsonObject::new(),
+        &attempt,
+        None,
+        Some("junk"),
+    )
+    .await
+    .unwrap();
+    let sent: Vec<String> = stub
+        .taken()
+        .iter()
+        .map(|r| r.header("traceparent").unwrap().to_owned())
+        .collect();
+    let fields = |v: &str| v.split('-').map(str::to_owned).collect::<Vec<_>>();
+    let continued = fields(&sent[0]);
+    assert_eq!(continued[1], "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_ne!(continued[2], "00f067aa0ba902b7", "the gateway's own span");
+    assert_eq!(continued[3], "01");
+    for started in &sent[1..] {
+        let started = fields(started);
+        assert_eq!(
+            (started[0].len(), started[1].len(), started[2].len()),
+            (2, 32, 16)
+        );
+        assert_ne!(started[1], continued[1]);
+    }
+    assert_ne!(fields(&sent[1])[1], fields(&sent[2])[1]);
+}
+
 #[tokio::test]
 async fn content_text_is_the_pretty_structured_json() {
     let stub = ok_stub().await;
@@ -189,10 +241,10 @@ async fn write_tools_send_one_idempotency_key_per_attempt() {
         session: "session-1".into(),
         request_id: "42".into(),
     };
-    gw.call_as("create_note", note(), &attempt, None)
+    gw.call_as("create_note", note(), &attempt, None, None)
         .await
         .unwrap();
-    gw.call_as("create_note", note(), &attempt, None)
+    gw.call_as("create_note", note(), &attempt, None, None)
         .await
         .unwrap();
     gw.call("list_notes", JsonObject::new()).await.unwrap();

@@ -1,18 +1,45 @@
-//! The access log's request line (`METHOD /path?query HTTP/x`) with anything that may be a
-//! secret masked: the values of query parameters named like credentials, JWT-shaped values
-//! (`eyJ….….…`) and any run of 32 or more hexadecimal characters (a raw token is 64), wherever
-//! they appear. Headers are never logged. The line also names who the request acted for
-//! ([`actor`]): a user and its token's id (never the token), the operator, or `-`.
+//! The access log: one record per request, under the log target `access`, with its fields as
+//! the record's key-values (what `LOG_FORMAT=json` writes, [`json_line`]) and as a text line.
+//! The request line (`METHOD /path?query HTTP/x`) has anything that may be a secret masked: the
+//! values of query parameters named like credentials, JWT-shaped values (`eyJ….….…`) and any
+//! run of 32 or more hexadecimal characters (a raw token is 64), wherever they appear. Headers
+//! are never logged. The record also names who the request acted for: a user and its token's id
+//! (never the token), the operator, or `-`.
+
+use std::time::Instant;
 
 use actix_web::HttpMessage;
+use actix_web::body::{BodySize, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
 use ownership::Actor;
+use serde_json::{Map, Value};
 
-/// The request's actor as the token guard decided it: `user:7/token:12`, `operator`, or `-`
-/// (authentication off, a public route, or refused before the guard passed it).
-pub fn actor(res: &ServiceResponse) -> String {
-    describe(crate::actor::actor_in(&res.request().extensions()))
+use crate::middleware::client;
+use crate::middleware::headers::{RequestId, Trace};
+
+/// How log records are written (`LOG_FORMAT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// `env_logger`'s lines: `[timestamp LEVEL target] message`.
+    #[default]
+    Text,
+    /// One JSON object per line ([`json_line`]).
+    Json,
 }
+
+impl LogFormat {
+    pub fn parse(s: &str) -> Option<LogFormat> {
+        match s.to_ascii_lowercase().as_str() {
+            "text" => Some(LogFormat::Text),
+            "json" => Some(LogFormat::Json),
+            _ => None,
+        }
+    }
+}
+
+/// The log target of access records (`RUST_LOG=access=off` silences them).
+pub const TARGET: &str = "access";
 
 fn describe(actor: Actor) -> String {
     match actor {
@@ -124,14 +151,102 @@ fn mask_hex_runs(s: &str) -> String {
     out
 }
 
-/// The access log: one line per request with the client, the request line (credentials
-/// masked), status, size, duration, request id and who it acted for.
-pub fn logger() -> actix_web::middleware::Logger {
-    actix_web::middleware::Logger::new(
-        "%a \"%{request_line}xi\" %s %b %Dms request_id=%{x-request-id}o actor=%{actor}xo",
-    )
-    .custom_request_replace("request_line", log_safe_request_line)
-    .custom_response_replace("actor", actor)
+/// The access log layer: when the answer's head is ready, one record with the client, the
+/// request line (credentials masked), the route template, status, body size, duration,
+/// request id, trace and who it acted for.
+pub async fn log(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let started = Instant::now();
+    let line = log_safe_request_line(&req);
+    let client = client::address(&req).map_or_else(|| "-".to_owned(), |ip| ip.to_string());
+    let method = req.method().as_str().to_owned();
+    let res = next.call(req).await;
+    let duration_ms = started.elapsed().as_secs_f64() * 1_000.0;
+    let (status, size, route, request_id, trace, actor) = match &res {
+        Ok(res) => {
+            let request = res.request();
+            let extensions = request.extensions();
+            let size = match res.response().body().size() {
+                BodySize::Sized(n) => n.to_string(),
+                BodySize::None => "0".to_owned(),
+                BodySize::Stream => "-".to_owned(),
+            };
+            (
+                res.status(),
+                size,
+                request.match_pattern(),
+                extensions.get::<RequestId>().map(|id| id.0.clone()),
+                extensions.get::<Trace>().map(|t| t.0),
+                crate::actor::actor_in(&extensions),
+            )
+        }
+        Err(err) => (
+            err.as_response_error().status_code(),
+            "-".to_owned(),
+            None,
+            None,
+            None,
+            Actor::Unidentified,
+        ),
+    };
+    let (user_id, token_id) = match actor {
+        Actor::User { user_id, token_id } => (Some(user_id), Some(token_id)),
+        _ => (None, None),
+    };
+    let request_id = request_id.unwrap_or_else(|| "-".to_owned());
+    let trace_id = trace.map_or_else(|| "-".to_owned(), |t| t.trace_id());
+    let span_id = trace.map(|t| t.span_id());
+    log::info!(
+        target: TARGET,
+        client = client.as_str(),
+        method = method.as_str(),
+        route = route.as_deref(),
+        status = status.as_u16(),
+        bytes = size.as_str(),
+        duration_ms = (duration_ms * 1_000.0).round() / 1_000.0,
+        request_id = request_id.as_str(),
+        trace_id = trace_id.as_str(),
+        span_id = span_id.as_deref(),
+        user_id = user_id,
+        token_id = token_id,
+        actor = describe(actor).as_str();
+        "{client} \"{line}\" {} {size} {duration_ms:.3}ms request_id={request_id} actor={} \
+         trace_id={trace_id}",
+        status.as_u16(),
+        describe(actor)
+    );
+    res
+}
+
+/// A log record as one JSON object (`LOG_FORMAT=json`): `timestamp`, `level`, `target`,
+/// `message` and the record's key-values (an access record's fields; none that is unknown).
+pub fn json_line(timestamp: &str, record: &log::Record<'_>) -> String {
+    let mut object = Map::new();
+    object.insert("timestamp".into(), timestamp.into());
+    object.insert("level".into(), record.level().as_str().into());
+    object.insert("target".into(), record.target().into());
+    object.insert("message".into(), record.args().to_string().into());
+    let _ = record.key_values().visit(&mut Fields(&mut object));
+    Value::Object(object).to_string()
+}
+
+/// Collects key-values into a JSON object, leaving out the absent ones.
+struct Fields<'a>(&'a mut Map<String, Value>);
+
+impl<'kvs> log::kv::VisitSource<'kvs> for Fields<'_> {
+    fn visit_pair(
+        &mut self,
+        key: log::kv::Key<'kvs>,
+        value: log::kv::Value<'kvs>,
+    ) -> Result<(), log::kv::Error> {
+        let value = serde_json::to_value(&value).unwrap_or(Value::Null);
+        if !value.is_null() {
+            self.0.insert(key.as_str().to_owned(), value);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -157,6 +272,32 @@ mod tests {
                 .uri(uri)
                 .to_srv_request(),
         )
+    }
+
+    #[test]
+    fn a_json_line_holds_the_fields_and_leaves_out_the_unknown() {
+        let fields: [(&str, Option<i64>); 2] = [("user_id", Some(7)), ("token_id", None)];
+        let line = json_line(
+            "2026-11-26T23:00:00.000Z",
+            &log::Record::builder()
+                .args(format_args!("a \"quoted\" line"))
+                .level(log::Level::Info)
+                .target(TARGET)
+                .key_values(&fields)
+                .build(),
+        );
+        let parsed: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            parsed,
+            serde_json::json!({
+                "timestamp": "2026-11-26T23:00:00.000Z",
+                "level": "INFO",
+                "target": "access",
+                "message": "a \"quoted\" line",
+                "user_id": 7,
+            })
+        );
+        assert!(!line.contains('\n'));
     }
 
     #[test]

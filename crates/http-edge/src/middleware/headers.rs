@@ -1,11 +1,13 @@
-//! Request id and security headers on every response, errors included: `Cache-Control:
-//! no-store` unless the answer says otherwise or its path is one the app declares cacheable.
+//! Request id, trace context and security headers on every response, errors included:
+//! `Cache-Control: no-store` unless the answer says otherwise or its path is one the app
+//! declares cacheable.
 
 use actix_web::HttpMessage;
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::middleware::Next;
+use trace_context::TraceParent;
 
 pub const REQUEST_ID: &str = "x-request-id";
 
@@ -28,12 +30,23 @@ pub fn accept_request_id(given: Option<&str>) -> String {
     }
 }
 
+/// The trace this request belongs to (W3C Trace Context) and its own span: a child of the
+/// caller's `traceparent` when it sent a valid one, else a new trace. The response says which
+/// in `traceresponse`.
+#[derive(Debug, Clone, Copy)]
+pub struct Trace(pub TraceParent);
+
+/// Stamps every request with its id ([`RequestId`], `X-Request-Id`) and trace ([`Trace`]), and
+/// every answer with both and the security headers.
 pub async fn stamp(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let id = accept_request_id(req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()));
     req.extensions_mut().insert(RequestId(id.clone()));
+    let incoming = req.headers().get(trace_context::HEADER);
+    let trace = TraceParent::continue_or_start(incoming.and_then(|v| v.to_str().ok()));
+    req.extensions_mut().insert(Trace(trace));
     // The app's cacheable paths keep whatever caching their answers say.
     let cacheable = crate::Edge::of(req.request()).is_ok_and(|edge| {
         edge.cacheable.iter().any(|prefix| {
@@ -46,6 +59,12 @@ pub async fn stamp(
     let headers = res.headers_mut();
     if let Ok(value) = HeaderValue::from_str(&id) {
         headers.insert(HeaderName::from_static(REQUEST_ID), value);
+    }
+    if let Ok(value) = HeaderValue::from_str(&trace.to_string()) {
+        headers.insert(
+            HeaderName::from_static(trace_context::RESPONSE_HEADER),
+            value,
+        );
     }
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -74,6 +93,7 @@ pub fn cors(origins: &[String]) -> actix_cors::Cors {
         .allow_any_header()
         .expose_headers([
             "x-request-id",
+            "traceresponse",
             "ratelimit-limit",
             "ratelimit-remaining",
             "ratelimit-reset",

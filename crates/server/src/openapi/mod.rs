@@ -28,7 +28,8 @@ pub fn spec() -> Spec {
             description: Some(
                 "Errors are RFC 9457 problem documents (`application/problem+json`) except in \
                  the token area, whose bodies are `{\"error\": ...}`. Every response carries \
-                 `X-Request-Id`. A server serves the document of the mode it runs in at \
+                 `X-Request-Id` and `traceresponse` (W3C Trace Context: the trace of the \
+                 caller's `traceparent`, or a new one, and the span that answered). A server serves the document of the mode it runs in at \
                  /openapi.json: with API_AUTH=off (the default) only the example routes and \
                  the webhook check credentials; with API_AUTH=tokens `security` says what each \
                  operation needs. `server openapi` writes the API_AUTH=tokens document."

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 mod read;
 
+use http_edge::middleware::access_log::LogFormat;
 use http_edge::middleware::client::TrustedProxies;
 
 /// A secret value: printed as `***` by Debug and Display so it never reaches a log line.
@@ -122,6 +123,9 @@ pub struct Settings {
     /// `DRAIN_SECS` (0): on SIGTERM, how long `/health/ready` answers 503 while everything
     /// else is still served, before the graceful shutdown begins.
     pub drain: Duration,
+    /// `LOG_FORMAT`: `text` (default) or `json`, one object per line with the access record's
+    /// fields.
+    pub log_format: LogFormat,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -184,6 +188,7 @@ impl Default for Settings {
             idempotency_ttl: idempotency::DEFAULT_TTL,
             key_clock: idempotency::Clock::system(),
             drain: Duration::ZERO,
+            log_format: LogFormat::Text,
         }
     }
 }

@@ -5,6 +5,7 @@ use std::ops::RangeBounds;
 use std::str::FromStr;
 use std::time::Duration;
 
+use http_edge::middleware::access_log::LogFormat;
 use http_edge::middleware::client::TrustedProxies;
 
 use super::ApiAuth;
@@ -182,6 +183,11 @@ impl Settings {
             drain: v
                 .number("DRAIN_SECS", 0..=600, "expected whole seconds, 0 to 600")?
                 .map_or(Duration::ZERO, Duration::from_secs),
+            log_format: v
+                .parse("LOG_FORMAT", |s| {
+                    LogFormat::parse(s).ok_or("expected text or json")
+                })?
+                .unwrap_or_default(),
         })
     }
 }
