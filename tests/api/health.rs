@@ -34,7 +34,7 @@ async fn live_and_ready_on_a_healthy_database(app: TestApp) {
 async fn unreachable_database_is_503_degraded() {
     // Nothing listens on port 1: every connection attempt fails at once.
     let db = Database::parse("postgres://postgres@127.0.0.1:1/none").unwrap();
-    let store = storage::Store::lazy(db, 2);
+    let store = storage::Store::lazy(db, 2).unwrap();
     let settings = Settings {
         bind: "127.0.0.1:0".parse().unwrap(),
         workers: Some(1),

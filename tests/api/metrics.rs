@@ -8,6 +8,7 @@ use crate::tokens::{OPERATOR_KEY, tokens_mode};
 
 backend_tests!(
     requests_are_counted_by_route_template,
+    the_storage_layer_replays_and_webhooks_are_measured,
     in_tokens_mode_the_metrics_need_the_operator_key,
 );
 
@@ -126,4 +127,71 @@ async fn in_tokens_mode_the_metrics_need_the_operator_key(backend: Backend) {
         sample(&text, "http_refusals_total", &refused) >= 1.0,
         "{text}"
     );
+}
+
+/// The store's work (group-commit batches and queue waits per writer, pool checkouts, faults by
+/// class), idempotent replays by route, webhook verifications by outcome, ledger retries and,
+/// on SQLite, the WAL.
+async fn the_storage_layer_replays_and_webhooks_are_measured(backend: Backend) {
+    let app = TestApp::spawn(backend).await.unwrap();
+    for _ in 0..2 {
+        let res = app
+            .request(Method::POST, "/notes")
+            .header("Idempotency-Key", "m-1")
+            .json(&serde_json::json!({"title": "t", "body": "b"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+    }
+    app.open_account("measured", "Ann").await;
+    app.deposit("measured", 100).await;
+    let unsigned = app
+        .request(Method::POST, "/webhook")
+        .json(&serde_json::json!({"event_type": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsigned.status(), StatusCode::UNAUTHORIZED);
+    let (_, _, text) = metrics(&app, None).await;
+
+    let replays = [("route", "/notes")];
+    assert_eq!(
+        sample(&text, "idempotent_replays_total", &replays),
+        1.0,
+        "{text}"
+    );
+    let ledger = [("writer", "ledger")];
+    assert!(sample(&text, "db_batch_jobs_sum", &ledger) >= 1.0, "{text}");
+    assert!(
+        sample(&text, "db_queue_wait_seconds_count", &ledger) >= 1.0,
+        "{text}"
+    );
+    assert!(
+        sample(&text, "db_pool_checkout_wait_seconds_count", &[]) >= 1.0,
+        "{text}"
+    );
+    // The test app has no WEBHOOK_SECRET: every delivery is refused as such.
+    let missing = [("outcome", "no_secret")];
+    assert_eq!(
+        sample(&text, "webhook_verifications_total", &missing),
+        1.0,
+        "{text}"
+    );
+    for series in [
+        "db_faults_total{fault=\"busy\"",
+        "db_pool_checkout_timeouts_total",
+        "ledger_retries_total",
+        "db_storage_damaged",
+    ] {
+        assert!(text.contains(series), "no {series} in\n{text}");
+    }
+    if backend == Backend::Sqlite {
+        let writes = [("writer", "writes")];
+        assert!(
+            sample(&text, "db_batch_jobs_count", &writes) >= 1.0,
+            "{text}"
+        );
+        assert!(text.contains("sqlite_wal_bytes"), "{text}");
+    }
 }

@@ -344,3 +344,40 @@ fn url_host_port(url: &str) -> std::net::SocketAddr {
     };
     host_port.parse().unwrap()
 }
+
+/// A stored value that does not decode (text that is not UTF-8, as a damaged page or a foreign
+/// writer leaves it; SQLite only, PostgreSQL refuses such text) and a ledger event that does
+/// not fold: 503 `storage-damaged`, never a 500 and never the bytes as data; the instance turns
+/// not ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_value_that_does_not_decode_is_503_storage_damaged() {
+    let app = TestApp::spawn(Backend::Sqlite).await.unwrap();
+    let note = app.create_note("fine", "b").await;
+    let id = note["id"].as_i64().unwrap();
+    app.open_account("damaged", "Ann").await;
+    app.deposit("damaged", 100).await;
+    let url = app.db.url.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut conn = storage::Database::parse(&url).unwrap().establish().unwrap();
+        conn.batch_execute(&format!(
+            "UPDATE notes SET title = CAST(X'C328FF' AS TEXT) WHERE id = {id};
+             UPDATE account_events SET payload = '{{not json' WHERE aggregate_id = 'damaged' \
+             AND sequence = 2;"
+        ))
+        .unwrap();
+    })
+    .await
+    .unwrap();
+    for path in [
+        format!("/notes/{id}"),
+        "/accounts/damaged/events".to_owned(),
+    ] {
+        let res = app.get(&path).await;
+        let (status, retry_after, slug) = problem_type(res).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{path}");
+        assert_eq!(slug, "storage-damaged", "{path}");
+        assert!(retry_after.is_some(), "{path}");
+    }
+    let ready = app.get("/health/ready").await;
+    assert_eq!(ready.status(), StatusCode::SERVICE_UNAVAILABLE);
+}

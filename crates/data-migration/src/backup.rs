@@ -153,25 +153,36 @@ pub fn restore(from: &Path, target: &str) -> Result<Restored, Error> {
         if !report.is_ok() {
             return Err(Error::Damaged(Box::new(report)));
         }
+        let unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let kept = sibling(&path, &format!(".before-restore-{unix}"));
+        // The WAL as it is, before SQLite's recovery (which may drop a damaged tail) runs.
+        let wal = storage::wal::wal_path(&path);
+        if wal.exists() {
+            std::fs::copy(&wal, sibling(&kept, "-wal")).map_err(Error::Io)?;
+        }
         // Held until the new file has the name: nobody opens the old one meanwhile.
         let held = if path.exists() {
-            Some(hold_exclusively(&path)?)
+            let held = hold_exclusively(&path);
+            if held.is_err() {
+                let _ = std::fs::remove_file(sibling(&kept, "-wal"));
+            }
+            Some(held?)
         } else {
             None
         };
         let previous = match held {
             Some(_) => {
-                let unix = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs());
-                let kept = sibling(&path, &format!(".before-restore-{unix}"));
                 std::fs::rename(&path, &kept).map_err(Error::Io)?;
                 Some(kept)
             }
             None => None,
         };
-        // A shared-memory index left by earlier connections describes the old file.
+        // A shared-memory index left by earlier connections describes the old file, and a
+        // damage marker the old data (storage::wal).
         let _ = std::fs::remove_file(sibling(&path, "-shm"));
+        let _ = std::fs::remove_file(storage::wal::marker_path(&path));
         std::fs::rename(&incoming, &path).map_err(Error::Io)?;
         sync_dir(&path)?;
         drop(held);

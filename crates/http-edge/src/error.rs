@@ -58,7 +58,8 @@ impl ApiError {
 
     /// What the client is told about a storage fault: 507 `insufficient-storage` for a full
     /// disk, 503 `storage-unavailable` when the files refuse writes, 503 `service-unavailable`
-    /// when the database is busy, slow or unreachable; each with `Retry-After`. The cause goes
+    /// when the database is busy, slow or unreachable, 503 `storage-damaged` when what is
+    /// stored is damaged; each with `Retry-After`. The cause goes
     /// to the log (the `problems` middleware logs every 5xx with its request id).
     pub fn fault(fault: Fault, cause: impl fmt::Display) -> Self {
         let (slug, detail) = match fault {
@@ -73,6 +74,11 @@ impl ApiError {
             Fault::Busy | Fault::Timeout | Fault::Unavailable => (
                 Slug::ServiceUnavailable,
                 "The database is unavailable; retry shortly.",
+            ),
+            Fault::Damaged => (
+                Slug::StorageDamaged,
+                "The database holds damaged data; nothing damaged is served and nothing was \
+                 written. An operator must restore a backup or accept the loss.",
             ),
         };
         ApiError {
@@ -122,6 +128,10 @@ where
 {
     fn from(err: E) -> Self {
         let problem = err.to_problem();
+        // A domain's own finding that what it read is damaged (an event that does not fold).
+        if problem.slug == Slug::StorageDamaged && Fault::find(&err).is_none() {
+            return ApiError::fault(Fault::Damaged, chain(&err));
+        }
         if problem.status >= 500 {
             return ApiError::server_side(&err);
         }

@@ -79,7 +79,10 @@ impl ToProblem for Error {
                 Slug::ServiceUnavailable,
                 "The ledger is busy; retry shortly.",
             ),
-            Error::Corrupt { .. } => Problem::internal(),
+            Error::Corrupt { .. } => Problem::new(
+                Slug::StorageDamaged,
+                "A stored event of this account is damaged; nothing damaged is served.",
+            ),
             #[cfg(feature = "db")]
             Error::Storage(_) | Error::Store(_) => Problem::internal(),
         }

@@ -21,6 +21,7 @@ pub enum Slug {
     InternalServerError,
     ServiceUnavailable,
     StorageUnavailable,
+    StorageDamaged,
     InsufficientStorage,
     IdempotencyKeyReused,
     RequestInProgress,
@@ -28,7 +29,7 @@ pub enum Slug {
 }
 
 impl Slug {
-    pub const ALL: [Slug; 22] = [
+    pub const ALL: [Slug; 23] = [
         Slug::BadRequest,
         Slug::InvalidBody,
         Slug::Unauthorized,
@@ -47,6 +48,7 @@ impl Slug {
         Slug::InternalServerError,
         Slug::ServiceUnavailable,
         Slug::StorageUnavailable,
+        Slug::StorageDamaged,
         Slug::InsufficientStorage,
         Slug::IdempotencyKeyReused,
         Slug::RequestInProgress,
@@ -73,6 +75,7 @@ impl Slug {
             Slug::InternalServerError => "internal-server-error",
             Slug::ServiceUnavailable => "service-unavailable",
             Slug::StorageUnavailable => "storage-unavailable",
+            Slug::StorageDamaged => "storage-damaged",
             Slug::InsufficientStorage => "insufficient-storage",
             Slug::IdempotencyKeyReused => "idempotency-key-reused",
             Slug::RequestInProgress => "request-in-progress",
@@ -100,7 +103,7 @@ impl Slug {
             Slug::ValidationFailed | Slug::InsufficientFunds | Slug::IdempotencyKeyReused => 422,
             Slug::TooManyRequests => 429,
             Slug::InternalServerError => 500,
-            Slug::ServiceUnavailable | Slug::StorageUnavailable => 503,
+            Slug::ServiceUnavailable | Slug::StorageUnavailable | Slug::StorageDamaged => 503,
             Slug::InsufficientStorage => 507,
         }
     }
@@ -126,6 +129,7 @@ impl Slug {
             Slug::InternalServerError => "Internal server error.",
             Slug::ServiceUnavailable => "Service unavailable.",
             Slug::StorageUnavailable => "Storage unavailable.",
+            Slug::StorageDamaged => "Stored data damaged.",
             Slug::InsufficientStorage => "Insufficient storage.",
             Slug::IdempotencyKeyReused => "Idempotency key reused.",
             Slug::RequestInProgress => "Request in progress.",
@@ -197,6 +201,13 @@ impl Slug {
                  were replaced or deleted under the running server. Nothing was written. The \
                  service accepts writes again without a restart once the files are writable \
                  (replaced files need a restart). Retry after the Retry-After header."
+            }
+            Slug::StorageDamaged => {
+                "The database holds damaged data: a page that fails SQLite's check, a stored \
+                 value that does not decode, or a WAL whose committed frames SQLite's recovery \
+                 would discard. Nothing damaged is served as data. An operator decides what \
+                 happens next (restore a backup, or accept the loss); until then the answer \
+                 stays the same, so retrying soon does not help."
             }
             Slug::InsufficientStorage => {
                 "The database's disk is full. Nothing was written. The service accepts writes \

@@ -102,6 +102,14 @@ impl Application {
         };
         let keys =
             idempotency::Expiry::with_clock(settings.idempotency_ttl, settings.key_clock.clone());
+        let metrics = http_edge::metrics::Metrics::new(&settings.service_name)?;
+        store.observe(metrics.storage_observer());
+        metrics.sampled_counter(
+            "ledger_retries_total",
+            "Ledger transactions run again after contention (a lock, a serialization failure, \
+             a key raced by another request).",
+            || ledger::service::RETRIES.load(std::sync::atomic::Ordering::Relaxed),
+        )?;
         let context = Context {
             info: AppInfo {
                 service_name: settings.service_name.clone(),
@@ -109,6 +117,7 @@ impl Application {
             appender: ledger::Appender::new(store.clone()),
             recorder: webhooks::Recorder::new(store.clone()),
             intake: routes::webhooks::intake(&settings)?,
+            webhook_verifications: routes::webhooks::verifications(&metrics)?,
             v1_usage,
             token_policy: tokens::Policy {
                 lifetime: settings.token_lifetime,
@@ -133,7 +142,7 @@ impl Application {
             proxies: settings.trusted_proxies,
             // Swagger UI's static assets.
             cacheable: vec!["/docs".to_owned()],
-            metrics: http_edge::metrics::Metrics::new(&settings.service_name)?,
+            metrics,
         };
         let parts = AppParts {
             edge: Data::new(edge),

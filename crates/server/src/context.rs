@@ -24,6 +24,8 @@ pub struct Context {
     pub recorder: webhooks::Recorder,
     /// Webhook signatures: the secrets and the clock.
     pub intake: webhooks::Intake,
+    /// `webhook_verifications_total` by outcome (`routes::webhooks::verifications`).
+    pub webhook_verifications: prometheus::IntCounterVec,
     pub v1_usage: versioned_notes::UsageRecorder,
     pub token_policy: tokens::Policy,
     /// Deletes expired idempotency keys while the app lives.

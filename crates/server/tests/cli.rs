@@ -329,20 +329,26 @@ fn send(port: u16, method: &str, path: &str, body: &str) -> Option<(u16, String)
     Some((status, body.to_owned()))
 }
 
-fn start(url: &str, port: u16) -> std::process::Child {
+/// A server on `url` with the extra `env`, once it serves (`/health/live`).
+fn spawn(url: &str, port: u16, env: &[(&str, &str)], stderr: Stdio) -> std::process::Child {
     let child = server()
         .env("DATABASE_URL", url)
         .env("BIND", format!("127.0.0.1:{port}"))
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !health_ok(port) {
+    while get(port, "/health/live").is_none_or(|r| !r.starts_with("HTTP/1.1 200")) {
         assert!(Instant::now() < deadline, "server did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
     child
+}
+
+fn start(url: &str, port: u16) -> std::process::Child {
+    spawn(url, port, &[], Stdio::null())
 }
 
 fn tool(url: &str, args: &[&str]) -> std::process::Output {
@@ -466,4 +472,196 @@ fn a_backup_under_write_load_holds_every_acknowledged_write_and_restores() {
     assert!(exit_within(&mut child, Duration::from_secs(20)).success());
     let check = tool(&url, &["ledger-check"]);
     assert!(check.status.success());
+}
+
+/// A database with `notes` notes, each written in its own transaction and left in the WAL
+/// (no checkpoint), copied with its WAL while its writer is still open: the files a crash
+/// leaves. Returns the copy's path.
+fn crashed_with_a_full_wal(dir: &std::path::Path, notes: usize) -> std::path::PathBuf {
+    use storage::diesel::connection::SimpleConnection;
+    let live = dir.join("live.db");
+    let url = format!("sqlite://{}", live.display());
+    assert!(tool(&url, &["migrate"]).status.success());
+    let mut conn = storage::Database::parse(&url).unwrap().establish().unwrap();
+    conn.batch_execute("PRAGMA wal_autocheckpoint = 0; PRAGMA wal_checkpoint(TRUNCATE);")
+        .unwrap();
+    for n in 0..notes {
+        let body = serde_json::json!({"title": format!("note {n}"), "body": "b"});
+        let input = notes::NoteInput::from_json(body.as_object().unwrap()).unwrap();
+        notes::repo::notes::create(&mut conn, &input, None).unwrap();
+    }
+    let copy = dir.join("crashed.db");
+    std::fs::copy(&live, &copy).unwrap();
+    std::fs::copy(storage::wal::wal_path(&live), storage::wal::wal_path(&copy)).unwrap();
+    drop(conn);
+    copy
+}
+
+fn metric(port: u16, name: &str) -> Option<String> {
+    let text = get(port, "/metrics")?;
+    text.lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.rsplit(' ').next())
+        .map(str::to_owned)
+}
+
+/// One flipped byte early in the WAL would make SQLite's recovery drop every later committed
+/// transaction. The server finds it before SQLite opens the file: one error line naming how
+/// much, the WAL copied aside, writes refused (503 `storage-damaged`), reads served, not
+/// ready, across restarts, until ACCEPT_WAL_LOSS=true.
+#[test]
+fn a_wal_that_lost_committed_writes_refuses_writes_until_an_operator_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = crashed_with_a_full_wal(dir.path(), 20);
+    // The inspection reads SQLite's own WAL as SQLite does: clean as written...
+    assert_eq!(storage::wal::inspect(&db).unwrap(), None);
+    // ...and after one flipped byte in the second frame's page, later commits are lost.
+    let wal = storage::wal::wal_path(&db);
+    let mut bytes = std::fs::read(&wal).unwrap();
+    let page = u32::from_be_bytes(bytes[8..12].try_into().unwrap()) as usize;
+    bytes[32 + (24 + page) + 24 + 100] ^= 0x01;
+    std::fs::write(&wal, &bytes).unwrap();
+    let loss = storage::wal::inspect(&db).unwrap().expect("a loss");
+    assert!(loss.commits >= 15, "{loss:?}");
+
+    let url = format!("sqlite://{}", db.display());
+    let port = free_port();
+    let mut child = spawn(&url, port, &[], Stdio::piped());
+    let (status, body) = send(port, "POST", "/notes", r#"{"title":"t","body":"b"}"#).unwrap();
+    if status != 503 {
+        sigterm(&child);
+        let _ = exit_within(&mut child, Duration::from_secs(20));
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        panic!("{status} {body}\n{stderr}");
+    }
+    assert!(body.contains("storage-damaged"), "{body}");
+    assert_eq!(send(port, "GET", "/notes?limit=1", "").unwrap().0, 200);
+    assert!(
+        get(port, "/health/ready")
+            .unwrap()
+            .starts_with("HTTP/1.1 503")
+    );
+    assert_eq!(metric(port, "db_storage_damaged").as_deref(), Some("1"));
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(20)).success());
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("ERROR storage::damage"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains(&format!("{} committed transactions", loss.commits)));
+    assert!(storage::wal::marker_path(&db).exists());
+    let copies = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_string_lossy()
+                .starts_with("crashed.db-wal.damaged-")
+        })
+        .count();
+    assert_eq!(copies, 1, "the damaged WAL is kept");
+
+    // A restart remembers (SQLite has rewritten the WAL by now).
+    let port = free_port();
+    let mut child = start(&url, port);
+    assert_eq!(
+        send(port, "POST", "/notes", r#"{"title":"t","body":"b"}"#)
+            .unwrap()
+            .0,
+        503
+    );
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(20)).success());
+
+    // The operator accepts the loss: writes again, ready, the marker gone.
+    let port = free_port();
+    let mut child = spawn(&url, port, &[("ACCEPT_WAL_LOSS", "true")], Stdio::null());
+    assert_eq!(
+        send(port, "POST", "/notes", r#"{"title":"t","body":"b"}"#)
+            .unwrap()
+            .0,
+        201
+    );
+    assert!(
+        get(port, "/health/ready")
+            .unwrap()
+            .starts_with("HTTP/1.1 200")
+    );
+    assert!(!storage::wal::marker_path(&db).exists());
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(20)).success());
+}
+
+/// A damaged table page: the background `PRAGMA quick_check` finds it, the instance turns not
+/// ready and the metric says so; a request that meets the page answers 503 `storage-damaged`.
+#[test]
+fn a_damaged_page_is_found_and_never_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("pages.db");
+    let url = format!("sqlite://{}", db.display());
+    let port = free_port();
+    let mut child = start(&url, port);
+    for n in 0..400 {
+        let body = format!(r#"{{"title":"note {n}","body":"{}"}}"#, "x".repeat(300));
+        assert_eq!(send(port, "POST", "/notes", &body).unwrap().0, 201);
+    }
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(20)).success());
+    // The notes table's root page: its header overwritten.
+    #[derive(storage::diesel::QueryableByName)]
+    struct Root {
+        #[diesel(sql_type = storage::diesel::sql_types::BigInt)]
+        rootpage: i64,
+    }
+    let root = {
+        use storage::diesel::RunQueryDsl;
+        let mut conn = storage::Database::parse(&url).unwrap().establish().unwrap();
+        let query = "SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = 'notes'";
+        storage::diesel::sql_query(query)
+            .get_result::<Root>(&mut conn)
+            .unwrap()
+            .rootpage
+    };
+    let mut bytes = std::fs::read(&db).unwrap();
+    let page = usize::from(u16::from_be_bytes([bytes[16], bytes[17]]));
+    let at = (usize::try_from(root).unwrap() - 1) * page;
+    bytes[at..at + 12].fill(0xA5);
+    std::fs::write(&db, &bytes).unwrap();
+
+    let port = free_port();
+    let mut child = spawn(&url, port, &[("QUICK_CHECK_SECS", "1")], Stdio::null());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while metric(port, "db_storage_damaged").as_deref() != Some("1") {
+        assert!(
+            Instant::now() < deadline,
+            "quick_check never reported the damage"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        get(port, "/health/ready")
+            .unwrap()
+            .starts_with("HTTP/1.1 503")
+    );
+    // Reading every note meets the page: never a 500, never damaged data as data.
+    let mut damaged = 0;
+    for id in 1..=400 {
+        let (status, body) = send(port, "GET", &format!("/notes/{id}"), "").unwrap();
+        assert_ne!(status, 500, "{body}");
+        if status == 503 {
+            assert!(body.contains("storage-damaged"), "{body}");
+            damaged += 1;
+        }
+    }
+    let (status, body) = send(port, "GET", "/notes?limit=100&offset=300", "").unwrap();
+    assert!(
+        status == 200 || body.contains("storage-damaged"),
+        "{status} {body}"
+    );
+    assert!(damaged > 0, "no request met the damaged page");
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(20)).success());
 }

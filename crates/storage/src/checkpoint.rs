@@ -105,7 +105,11 @@ pub fn worth_catching_up(log: i32, checkpointed: i32) -> bool {
 /// Starts the thread for the SQLite file of `db`. It raises `catch_up` for the store's next
 /// writer to copy the tail before it begins. The thread stops when the returned sender is
 /// dropped.
-pub fn start(db: Database, catch_up: Arc<AtomicBool>) -> Sender<()> {
+pub fn start(
+    db: Database,
+    catch_up: Arc<AtomicBool>,
+    progress: Arc<crate::observe::WalProgress>,
+) -> Sender<()> {
     let (stop, stopped) = channel::<()>();
     let _ = std::thread::Builder::new()
         .name("sqlite-checkpoint".into())
@@ -128,6 +132,7 @@ pub fn start(db: Database, catch_up: Arc<AtomicBool>) -> Sender<()> {
                     conn = None;
                     continue;
                 };
+                progress.set(p.log, p.checkpointed);
                 if worth_catching_up(p.log, p.checkpointed) {
                     if let Some(f) = &file {
                         let _ = f.sync_data();

@@ -35,10 +35,13 @@ pub enum Fault {
     /// The database cannot be reached: no connection within the checkout timeout, or the
     /// connection was lost.
     Unavailable,
+    /// The stored data is damaged: a page fails SQLite's check ("malformed"), a stored value
+    /// does not decode, or the WAL lost committed frames. Needs an operator.
+    Damaged,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 7] = [
+    pub const ALL: [Fault; 8] = [
         Fault::Full,
         Fault::ReadOnly,
         Fault::Io,
@@ -46,6 +49,7 @@ impl Fault {
         Fault::Busy,
         Fault::Timeout,
         Fault::Unavailable,
+        Fault::Damaged,
     ];
 
     /// The fault behind `err`, if it is one (constraint violations, "not found" and the like are
@@ -62,6 +66,8 @@ impl Fault {
                 Some(Fault::of(commit_error).unwrap_or(Fault::Unavailable))
             }
             DieselError::BrokenTransactionManager => Some(Fault::Unavailable),
+            // A stored value that does not decode as its column's type.
+            DieselError::DeserializationError(_) => Some(Fault::Damaged),
             _ => None,
         }
     }
@@ -90,6 +96,7 @@ impl Fault {
             Fault::Busy | Fault::Timeout | Fault::Unavailable => 1,
             Fault::ReadOnly | Fault::Io | Fault::Replaced => 5,
             Fault::Full => 30,
+            Fault::Damaged => 60,
         }
     }
 
@@ -102,6 +109,7 @@ impl Fault {
             Fault::Busy => "busy",
             Fault::Timeout => "timeout",
             Fault::Unavailable => "unavailable",
+            Fault::Damaged => "damaged",
         }
     }
 
@@ -114,6 +122,7 @@ impl Fault {
             Fault::Busy => 5,
             Fault::Timeout => 6,
             Fault::Unavailable => 7,
+            Fault::Damaged => 8,
         }
     }
 
@@ -142,7 +151,9 @@ fn from_message(message: &str) -> Option<Fault> {
         || has("operation not permitted")
     {
         Some(Fault::ReadOnly)
-    } else if has("disk i/o error") || has("unable to open database file") || has("malformed") {
+    } else if has("malformed") || has("file is not a database") || has("database corrupt") {
+        Some(Fault::Damaged)
+    } else if has("disk i/o error") || has("unable to open database file") {
         Some(Fault::Io)
     } else if has("database is locked")
         || has("database table is locked")

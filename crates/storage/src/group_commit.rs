@@ -59,11 +59,18 @@ pub struct GroupCommit<J, R> {
 }
 
 impl<J: Send + 'static, R: Outcome + Send + 'static> GroupCommit<J, R> {
-    /// Starts the writer thread; it stops when the `GroupCommit` is dropped.
-    pub fn new(store: Store, run: RunBatch<J, R>, failed: fn(StoreError) -> R) -> Self {
+    /// Starts the writer thread; it stops when the `GroupCommit` is dropped. `name` is the
+    /// writer's, in what the store's observer is told (`notes`, `ledger`, `webhooks`).
+    pub fn new(
+        name: &'static str,
+        store: Store,
+        run: RunBatch<J, R>,
+        failed: fn(StoreError) -> R,
+    ) -> Self {
         let (jobs, queue) = mpsc::channel();
         let deadline = store.timeouts().answer;
         let writer = Writer {
+            name,
             store,
             run,
             failed,
@@ -144,6 +151,7 @@ struct Held {
 }
 
 struct Writer<J, R> {
+    name: &'static str,
     store: Store,
     run: RunBatch<J, R>,
     failed: fn(StoreError) -> R,
@@ -197,10 +205,13 @@ impl<J, R: Outcome> Writer<J, R> {
     /// the database could not be reached at all.
     fn serve_batch(&self, held: &mut Option<Held>, batch: Vec<Queued<J, R>>) -> Option<StoreError> {
         let bound = self.store.timeouts().queue;
+        let observer = self.store.observer();
         let mut jobs = Vec::with_capacity(batch.len());
         let mut replies = Vec::with_capacity(batch.len());
         for (job, reply, queued) in batch {
-            if queued.elapsed() > bound {
+            let waited = queued.elapsed();
+            observer.queued(self.name, waited);
+            if waited > bound {
                 let _ = reply.send((self.failed)(StoreError::new(
                     Fault::Timeout,
                     format!("waited more than {bound:?} for the group-commit writer"),
@@ -213,6 +224,7 @@ impl<J, R: Outcome> Writer<J, R> {
         if jobs.is_empty() {
             return None;
         }
+        observer.batch(self.name, jobs.len());
         let (answers, unreachable) = match self.run_batch(held, jobs) {
             Ok(answers) => (answers, None),
             Err(refused) => {

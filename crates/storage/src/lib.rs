@@ -3,16 +3,19 @@
 mod backend;
 mod checkpoint;
 pub mod counts;
+pub mod damage;
 pub mod fault;
 mod fault_log;
 pub mod files;
 pub mod group_commit;
 mod migrations;
+pub mod observe;
 pub mod seed;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod timestamp;
+pub mod wal;
 mod write_queue;
 
 pub use backend::{

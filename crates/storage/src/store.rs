@@ -50,22 +50,66 @@ struct Shared {
     /// pool happens to close its last connection (see [`crate::files`]).
     sentinel: Mutex<Option<DbConnection>>,
     faults: FaultLog,
+    /// Told about batches, checkouts and faults (the server's metrics).
+    observer: std::sync::RwLock<Arc<dyn crate::observe::Observer>>,
+    /// SQLite files only: the WAL as the checkpointer last saw it.
+    wal: Arc<crate::observe::WalProgress>,
+    /// Damage found in what is stored (see [`crate::damage`]).
+    damage: crate::damage::SharedFound,
     started: Instant,
 }
 
 impl Store {
     /// Opens a pool (connecting once, so a bad URL fails here) and records the SQLite files.
+    /// A SQLite WAL that lost committed transactions is found before SQLite opens the file
+    /// ([`crate::damage::on_open`]): the store then refuses writes.
     pub fn open(database: Database, pool_size: u32) -> Result<Store, StorageError> {
+        let damage = crate::damage::on_open(&database)?;
         let pool = database.pool(pool_size)?;
         let store = Store::with_pool(database, pool, true);
+        store.found_damage(damage);
         store.watch_files();
         Ok(store)
     }
 
     /// Like [`Store::open`], but returns at once even when the database is unreachable.
-    pub fn lazy(database: Database, pool_size: u32) -> Store {
+    pub fn lazy(database: Database, pool_size: u32) -> Result<Store, StorageError> {
+        let damage = crate::damage::on_open(&database)?;
         let pool = database.lazy_pool(pool_size);
-        Store::with_pool(database, pool, true)
+        let store = Store::with_pool(database, pool, true);
+        store.found_damage(damage);
+        Ok(store)
+    }
+
+    fn found_damage(&self, damage: Option<crate::damage::Damage>) {
+        if let Some(damage) = damage {
+            self.shared.damage.record(damage);
+        }
+    }
+
+    /// Tells `observer` about this store's work from now on (one observer per store).
+    pub fn observe(&self, observer: Arc<dyn crate::observe::Observer>) {
+        if let Ok(mut current) = self.shared.observer.write() {
+            *current = observer;
+        }
+    }
+
+    /// The store's observer (the default one ignores everything).
+    pub fn observer(&self) -> Arc<dyn crate::observe::Observer> {
+        self.shared
+            .observer
+            .read()
+            .map_or_else(|_| crate::observe::nobody(), |o| Arc::clone(&o))
+    }
+
+    /// SQLite files: the WAL's frames and how many are copied back, as last seen.
+    pub fn wal_progress(&self) -> Option<(i64, i64)> {
+        self.shared.wal.get()
+    }
+
+    /// The damage found in what is stored, if any; remembered until the process ends.
+    pub fn damage(&self) -> Option<crate::damage::Damage> {
+        self.shared.damage.get()
     }
 
     /// `checkpointer`: whether to start the WAL checkpointer of a SQLite file (tests leave it
@@ -73,10 +117,16 @@ impl Store {
     fn with_pool(database: Database, pool: Pool, checkpointer: bool) -> Store {
         let write_lock = (database.backend() == Backend::Sqlite).then(|| Mutex::new(()));
         let catch_up = Arc::new(AtomicBool::new(false));
+        let wal = Arc::new(crate::observe::WalProgress::default());
         let checkpointer = database
             .sqlite_path()
             .filter(|_| checkpointer)
-            .map(|_| crate::checkpoint::start(database.clone(), catch_up.clone()));
+            .map(|_| crate::checkpoint::start(database.clone(), catch_up.clone(), wal.clone()));
+        let damage = crate::damage::SharedFound::default();
+        if let (Some(_), Some(every)) = (database.sqlite_path(), database.quick_check_every) {
+            let found = Arc::downgrade(&damage);
+            crate::damage::start_quick_check(database.clone(), every, found);
+        }
         Store {
             pool,
             shared: Arc::new(Shared {
@@ -87,6 +137,9 @@ impl Store {
                 files: OnceLock::new(),
                 sentinel: Mutex::new(None),
                 faults: FaultLog::default(),
+                observer: std::sync::RwLock::new(crate::observe::nobody()),
+                wal,
+                damage,
                 started: Instant::now(),
             }),
         }
@@ -148,7 +201,10 @@ impl Store {
 
     /// A connection from the pool, within the checkout timeout.
     pub fn checkout(&self) -> Result<PooledConn, StoreError> {
-        self.pool.get().map_err(|e| {
+        let started = Instant::now();
+        let conn = self.pool.get();
+        self.observer().checkout(started.elapsed(), conn.is_ok());
+        conn.map_err(|e| {
             let err = StoreError::new(Fault::Unavailable, format!("no database connection: {e}"));
             self.note(Err(&err));
             err
@@ -187,6 +243,12 @@ impl Store {
             let fault = out.as_ref().err().and_then(|e| Fault::find(e));
             if fault.is_some_and(Fault::discards_connection) {
                 conn.discard();
+            }
+            if let Some(fault) = fault {
+                self.observer().fault(fault);
+            }
+            if let (Some(Fault::Damaged), Err(e)) = (fault, &out) {
+                self.damaged_by(e);
             }
             (out, fault)
         };
@@ -239,6 +301,9 @@ impl Store {
     /// condemns the connection is tried once more on a fresh one.
     pub fn begin(&self, held: Option<PooledConn>) -> Result<PooledConn, StoreError> {
         self.files_intact().inspect_err(|e| self.note(Err(e)))?;
+        if let Some(damage) = self.damage().filter(|d| d.refuses_writes) {
+            return Err(StoreError::new(Fault::Damaged, damage.detail));
+        }
         let mut conn = match held {
             Some(c) => c,
             None => self.checkout()?,
@@ -324,15 +389,28 @@ impl Store {
         StoreError::from_diesel(err)
     }
 
+    /// Records damage met by a statement (a malformed page, a value that does not decode).
+    fn damaged_by(&self, err: &(dyn std::error::Error + 'static)) {
+        let chain: Vec<String> = crate::fault::sources(err).map(|e| e.to_string()).collect();
+        self.shared.damage.record(crate::damage::Damage {
+            detail: format!("{}: {}", self.database().describe(), chain.join(": ")),
+            refuses_writes: false,
+        });
+    }
+
     /// Remembers how the last write ended, for [`Store::check`].
     pub fn note(&self, outcome: Result<(), &(dyn std::error::Error + 'static)>) {
         match outcome {
             Ok(()) => self.shared.faults.clear(),
             Err(e) => {
                 if let Some(fault) = Fault::find(e) {
+                    self.observer().fault(fault);
                     self.shared
                         .faults
                         .record(fault, self.shared.started.elapsed());
+                    if fault == Fault::Damaged {
+                        self.damaged_by(e);
+                    }
                 }
             }
         }
@@ -343,6 +421,9 @@ impl Store {
     /// a fault in the last [`FAULT_MEMORY`] without one succeeding since; and a read answers.
     /// Blocking; bound it with the caller's own timeout.
     pub fn check(&self) -> Result<(), StoreError> {
+        if let Some(damage) = self.damage() {
+            return Err(StoreError::new(Fault::Damaged, damage.detail));
+        }
         if let Some(files) = self.files() {
             files.intact()?;
             files.writable()?;

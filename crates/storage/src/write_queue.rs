@@ -34,7 +34,7 @@ pub struct WriteQueue {
 impl WriteQueue {
     pub fn new(store: Store) -> Self {
         WriteQueue {
-            commits: GroupCommit::new(store, run_all, |e| Answer(Err(Box::new(e)))),
+            commits: GroupCommit::new("writes", store, run_all, |e| Answer(Err(Box::new(e)))),
         }
     }
 

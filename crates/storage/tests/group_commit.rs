@@ -19,7 +19,7 @@ fn double(conn: &mut DbConnection, jobs: Vec<i64>) -> Vec<Answer> {
 }
 
 fn group_commit(store: &Store) -> GroupCommit<i64, Answer> {
-    GroupCommit::new(store.clone(), double, Err)
+    GroupCommit::new("test", store.clone(), double, Err)
 }
 
 /// One-connection stores: SQLite in a fresh file, and PostgreSQL when configured.
@@ -134,7 +134,7 @@ fn marks(conn: &mut DbConnection, jobs: Vec<&'static str>) -> Vec<Result<bool, S
 fn a_job_that_meets_a_lasting_fault_discards_the_writer_connection() {
     let pools = pools("discard");
     for (pool, _) in &pools {
-        let gc = GroupCommit::new(pool.clone(), marks, Err);
+        let gc = GroupCommit::new("test", pool.clone(), marks, Err);
         assert_eq!(gc.submit_blocking("mark"), Ok(true));
         // One connection in the pool: the same one, still marked.
         assert_eq!(gc.submit_blocking("probe"), Ok(true));
@@ -163,7 +163,7 @@ fn jobs_queued_behind_an_unreachable_database_share_its_answer() {
     // Nothing listens on port 1: every connection attempt is refused until the checkout timeout.
     let mut db = Database::parse("postgres://postgres@127.0.0.1:1/none").unwrap();
     db.timeouts.checkout = std::time::Duration::from_secs(3);
-    let store = Store::lazy(db, 1);
+    let store = Store::lazy(db, 1).unwrap();
     let gc = &group_commit(&store);
     std::thread::scope(|s| {
         let first = s.spawn(move || gc.submit_blocking(1));

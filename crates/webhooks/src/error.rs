@@ -25,6 +25,24 @@ pub enum Error {
     Store(#[from] storage::StoreError),
 }
 
+impl Error {
+    /// The refusal's name in metrics: what failed, never a detail.
+    pub fn outcome(&self) -> &'static str {
+        use webhook_verify::Error as Why;
+        match self {
+            Error::Signature(Why::MissingHeader) => "missing_header",
+            Error::Signature(Why::MalformedHeader) => "malformed_header",
+            Error::Signature(Why::TimestampOutOfTolerance { .. }) => "stale_timestamp",
+            Error::Signature(Why::SignatureMismatch) => "signature_mismatch",
+            Error::Signature(_) => "no_secret",
+            Error::InvalidBody { .. } => "invalid_body",
+            Error::Validation(_) => "invalid_event_type",
+            #[cfg(feature = "db")]
+            Error::Storage(_) | Error::Store(_) => "storage",
+        }
+    }
+}
+
 impl ToProblem for Error {
     fn to_problem(&self) -> Problem {
         match self {

@@ -13,7 +13,7 @@ pub struct Recorder(GroupCommit<Delivery, Result<Recorded, Error>>);
 
 impl Recorder {
     pub fn new(store: Store) -> Self {
-        Recorder(GroupCommit::new(store, record_all, |e| {
+        Recorder(GroupCommit::new("webhooks", store, record_all, |e| {
             Err(Error::Store(e))
         }))
     }

@@ -21,6 +21,7 @@ pub struct Appender(storage::GroupCommit<Append, Result<Recorded, Error>>);
 impl Appender {
     pub fn new(store: storage::Store) -> Self {
         Appender(storage::GroupCommit::new(
+            "ledger",
             store,
             |conn, jobs| append_batch(conn, &jobs),
             |e| Err(Error::Store(e)),

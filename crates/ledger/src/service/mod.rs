@@ -14,7 +14,7 @@ mod retry;
 pub use append::{Append, Appender, append, append_batch};
 pub use open::open_account;
 pub use read::{EventsPage, get_account, list_accounts, list_events};
-pub use retry::{MAX_ATTEMPTS, is_transient};
+pub use retry::{MAX_ATTEMPTS, RETRIES, is_transient};
 
 use crate::Event;
 

@@ -55,6 +55,9 @@ pub fn is_transient(e: &diesel::result::Error) -> bool {
 /// Runs `attempt` until it succeeds, fails for a reason other than contention, or
 /// [`MAX_ATTEMPTS`] is reached (then [`Error::Busy`], a 503). A `Replay` ends it too; the
 /// caller turns it into its answer.
+/// Transactions run again after contention, since the process started (`ledger_retries_total`).
+pub static RETRIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 pub(super) fn with_retries<T>(
     mut attempt: impl FnMut() -> Result<T, TxError>,
 ) -> Result<T, TxError> {
@@ -65,6 +68,7 @@ pub(super) fn with_retries<T>(
             Err(TxError::KeyRace(e)) => last = e.to_string(),
             done => return done,
         }
+        RETRIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         backoff(n);
     }
     Err(TxError::Fail(Error::Busy { last }))

@@ -30,6 +30,19 @@ use http_edge::error::ApiError;
 use http_edge::extract::{RawQuery, read_body};
 use http_edge::links::Linked;
 
+/// Counts every delivery's verification by outcome (`verified`, or why it was refused).
+pub fn verifications(
+    metrics: &http_edge::metrics::Metrics,
+) -> Result<prometheus::IntCounterVec, prometheus::Error> {
+    metrics.counter(
+        "webhook_verifications_total",
+        "Webhook deliveries by verification outcome: verified, missing_header, \
+         malformed_header, stale_timestamp, signature_mismatch, no_secret, invalid_body, \
+         invalid_event_type.",
+        &["outcome"],
+    )
+}
+
 /// The intake of `WEBHOOK_SECRET` / `WEBHOOK_SECRET_PREVIOUS`. An unset secret is allowed
 /// (every delivery is then refused, and this warns); a blank one stops start-up.
 pub fn intake(settings: &Settings) -> anyhow::Result<Intake> {
@@ -79,16 +92,21 @@ impl FromRequest for VerifiedDelivery {
         let mut payload = payload.take();
         Box::pin(async move {
             let body = read_body(&req, &mut payload).await?;
-            let intake = &Context::of(&req)?.intake;
+            let context = Context::of(&req)?;
             let signatures: Vec<&[u8]> = req
                 .headers()
                 .get_all(SIGNATURE_HEADER)
                 .map(HeaderValue::as_bytes)
                 .collect();
-            match intake.accept_now(&signatures, &body) {
-                Ok(delivery) => Ok(VerifiedDelivery(delivery)),
-                Err(err) => Err(refused(err)),
-            }
+            let verified = context.intake.accept_now(&signatures, &body);
+            let outcome = verified
+                .as_ref()
+                .map_or_else(webhooks::Error::outcome, |_| "verified");
+            context
+                .webhook_verifications
+                .with_label_values(&[outcome])
+                .inc();
+            verified.map(VerifiedDelivery).map_err(refused)
         })
     }
 }

@@ -72,6 +72,13 @@ pub struct Settings {
     /// `SQLITE_MAX_PAGES`: a cap on the SQLite file in pages (4 KiB each); writes past it are
     /// refused like writes on a full disk (507). Unset: no cap.
     pub sqlite_max_pages: Option<u32>,
+    /// `ACCEPT_WAL_LOSS` (false): start normally although the SQLite WAL lost committed
+    /// transactions (or an earlier start found so); otherwise writes are refused with 503
+    /// `storage-damaged` until an operator restores a backup or sets this.
+    pub sqlite_accept_wal_loss: bool,
+    /// `QUICK_CHECK_SECS` (3,600; 0 turns it off): how often a background `PRAGMA
+    /// quick_check` reads the SQLite file; damage turns the instance not ready.
+    pub sqlite_quick_check: Option<Duration>,
     pub bind: SocketAddr,
     pub service_name: String,
     /// `API_KEYS`: keys accepted by `/machine/health` (none: it always answers 401).
@@ -165,6 +172,8 @@ impl Default for Settings {
             db_timeouts: storage::Timeouts::default(),
             sqlite_synchronous: storage::Synchronous::default(),
             sqlite_max_pages: None,
+            sqlite_accept_wal_loss: false,
+            sqlite_quick_check: Some(Duration::from_secs(3_600)),
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             service_name: DEFAULT_SERVICE_NAME.to_owned(),
             api_keys: Vec::new(),
@@ -199,7 +208,9 @@ impl Settings {
         Ok(parse_database(&self.database_url)?
             .with_timeouts(self.db_timeouts)
             .with_synchronous(self.sqlite_synchronous)
-            .with_max_pages(self.sqlite_max_pages))
+            .with_max_pages(self.sqlite_max_pages)
+            .with_accept_wal_loss(self.sqlite_accept_wal_loss)
+            .with_quick_check_every(self.sqlite_quick_check))
     }
 
     /// Reads the process environment (after loading `.env` if present).

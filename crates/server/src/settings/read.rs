@@ -53,6 +53,15 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
         })
     }
 
+    /// `true`/`1`/`yes` or `false`/`0`/`no`, in any case.
+    fn flag(&self, variable: &'static str) -> Result<Option<bool>, ConfigError> {
+        self.parse(variable, |s| match s.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" => Ok(true),
+            "false" | "0" | "no" => Ok(false),
+            _ => Err("expected true or false"),
+        })
+    }
+
     /// A secret: unset is `None`; set but empty, whitespace only or shorter than
     /// [`MIN_SECRET_BYTES`] is an error (an empty HMAC key makes every signature forgeable, a
     /// short one can be guessed online). The value is used as is, never trimmed.
@@ -114,6 +123,16 @@ impl Settings {
                 1..,
                 "expected a positive number of pages",
             )?,
+            sqlite_accept_wal_loss: v.flag("ACCEPT_WAL_LOSS")?.unwrap_or(false),
+            sqlite_quick_check: v
+                .number(
+                    "QUICK_CHECK_SECS",
+                    0..=7 * 86_400,
+                    "expected whole seconds, 0 to 604800",
+                )?
+                .map_or(d.sqlite_quick_check, |secs| {
+                    (secs > 0).then(|| Duration::from_secs(secs))
+                }),
             bind: v
                 .parse("BIND", |s| s.parse().map_err(|_| "expected host:port"))?
                 .unwrap_or(d.bind),
@@ -196,13 +215,7 @@ impl Settings {
 fn trusted_proxies<F: Fn(&str) -> Option<String>>(
     v: &Vars<F>,
 ) -> Result<TrustedProxies, ConfigError> {
-    let trust = v.parse("TRUST_FORWARDED_FOR", |s| {
-        match s.to_ascii_lowercase().as_str() {
-            "true" | "1" | "yes" => Ok(true),
-            "false" | "0" | "no" => Ok(false),
-            _ => Err("expected true or false"),
-        }
-    })?;
+    let trust = v.flag("TRUST_FORWARDED_FOR")?;
     let count = v.number(
         "TRUSTED_PROXIES",
         0..=16,

@@ -85,6 +85,8 @@ pub enum StorageError {
     Pool(#[from] r2d2::Error),
     #[error("cannot configure the connection: {0}")]
     Configure(#[source] diesel::result::Error),
+    #[error("cannot read or keep the SQLite files' state: {0}")]
+    Io(#[source] std::io::Error),
 }
 
 /// SQLite's `synchronous` setting.
@@ -161,6 +163,11 @@ pub struct Database {
     /// SQLite: a cap on the database file, in pages (`PRAGMA max_page_count`); writes past it
     /// fail as on a full disk.
     pub max_pages: Option<u32>,
+    /// SQLite: start normally although the WAL lost committed transactions (or an earlier
+    /// start found so), instead of refusing writes ([`crate::wal`]).
+    pub accept_wal_loss: bool,
+    /// SQLite: how often a background `PRAGMA quick_check` reads the whole file (`None`: never).
+    pub quick_check_every: Option<std::time::Duration>,
 }
 
 impl Database {
@@ -193,6 +200,8 @@ impl Database {
             timeouts: Timeouts::default(),
             synchronous: Synchronous::default(),
             max_pages: None,
+            accept_wal_loss: false,
+            quick_check_every: None,
         })
     }
 
@@ -208,6 +217,16 @@ impl Database {
 
     pub fn with_max_pages(mut self, max_pages: Option<u32>) -> Self {
         self.max_pages = max_pages;
+        self
+    }
+
+    pub fn with_accept_wal_loss(mut self, accept: bool) -> Self {
+        self.accept_wal_loss = accept;
+        self
+    }
+
+    pub fn with_quick_check_every(mut self, every: Option<std::time::Duration>) -> Self {
+        self.quick_check_every = every;
         self
     }
 

@@ -5,9 +5,15 @@
 //!
 //! - [`record`], the layer: requests by route, method and status class; their latency; the
 //!   requests in flight; refusals by cause.
-//! - Read when scraped: the database pool (size, in use, idle) and the process (CPU, memory,
-//!   open files, threads: the crate's process collector).
+//! - The store's observer ([`storage`]): group-commit batch sizes and queue waits per writer,
+//!   pool checkout waits and timeouts, faults by class; and idempotent replays.
+//! - Read when scraped: the database pool (size, in use, idle), the SQLite WAL, damage, and
+//!   the process (CPU, memory, open files, threads: the crate's process collector).
+//! - The app's own counters ([`Metrics::counter`]).
 
+mod storage;
+
+use std::sync::Arc;
 use std::time::Instant;
 
 use actix_web::body::MessageBody;
@@ -25,7 +31,7 @@ use crate::db::Db;
 pub const UNMATCHED: &str = "unmatched";
 
 /// Latency buckets, in seconds: 1 ms to 10 s (every database wait is bounded by 2 s).
-const BUCKETS: [f64; 13] = [
+pub(crate) const BUCKETS: [f64; 13] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
@@ -38,6 +44,9 @@ pub struct Metrics {
     in_flight: IntGauge,
     refusals: IntCounterVec,
     pool: IntGaugeVec,
+    damaged: IntGauge,
+    replays: IntCounterVec,
+    storage: Arc<storage::StorageMetrics>,
 }
 
 impl Metrics {
@@ -78,8 +87,24 @@ impl Metrics {
             ),
             &["state"],
         )?;
+        let damaged = IntGauge::new(
+            "db_storage_damaged",
+            "1 while this instance knows of damage in what is stored (a WAL that lost committed \
+             transactions, a page failing quick_check or a request, a value that does not \
+             decode); the log's `storage damaged` line says what.",
+        )?;
+        let replays = IntCounterVec::new(
+            Opts::new(
+                "idempotent_replays_total",
+                "Creates answered with the first answer to their Idempotency-Key (nothing \
+                 written), by route template.",
+            ),
+            &["route"],
+        )?;
         for metric in [
-            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(replays.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(damaged.clone()),
+            Box::new(requests.clone()),
             Box::new(duration.clone()),
             Box::new(in_flight.clone()),
             Box::new(refusals.clone()),
@@ -92,12 +117,15 @@ impl Metrics {
             prometheus::process_collector::ProcessCollector::for_self(),
         ))?;
         Ok(Metrics {
-            registry,
             requests,
             duration,
             in_flight,
             refusals,
             pool,
+            damaged,
+            replays,
+            storage: Arc::new(storage::StorageMetrics::new(&registry)?),
+            registry,
         })
     }
 
@@ -108,10 +136,47 @@ impl Metrics {
         let all = i64::from(state.connections);
         self.pool.with_label_values(&["in_use"]).set(all - idle);
         self.pool.with_label_values(&["idle"]).set(idle);
+        self.damaged.set(i64::from(db.store().damage().is_some()));
+        self.storage.scrape(db.store());
         let mut text = Vec::new();
         // Encoding into memory fails only on a metric the registry itself refused.
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut text);
         String::from_utf8(text).unwrap_or_default()
+    }
+
+    /// What the store tells about its work, as metrics: give it to [`storage::Store::observe`].
+    pub fn storage_observer(&self) -> Arc<dyn ::storage::observe::Observer> {
+        self.storage.clone()
+    }
+
+    /// A create on `route` answered with its key's first answer.
+    pub fn replayed(&self, route: &str) {
+        self.replays.with_label_values(&[route]).inc();
+    }
+
+    /// A counter of the app's own, registered with the rest: `name` and `help` as Prometheus
+    /// wants them, one label per `labels`.
+    pub fn counter(
+        &self,
+        name: &str,
+        help: &str,
+        labels: &[&str],
+    ) -> Result<IntCounterVec, prometheus::Error> {
+        let counter = IntCounterVec::new(Opts::new(name, help), labels)?;
+        self.registry.register(Box::new(counter.clone()))?;
+        Ok(counter)
+    }
+
+    /// A counter of the app's own whose value `read` gives when scraped (a count a domain
+    /// crate keeps in an atomic).
+    pub fn sampled_counter(
+        &self,
+        name: &str,
+        help: &str,
+        read: fn() -> u64,
+    ) -> Result<(), prometheus::Error> {
+        let counter = prometheus::IntCounter::new(name, help)?;
+        self.registry.register(Box::new(Sampled { counter, read }))
     }
 
     fn observe(&self, route: &str, method: &str, status: StatusCode, started: Instant) {
@@ -131,6 +196,25 @@ impl Metrics {
         if let Some(cause) = refusal(status) {
             self.refusals.with_label_values(&[cause]).inc();
         }
+    }
+}
+
+/// A counter set from `read` when collected.
+struct Sampled {
+    counter: prometheus::IntCounter,
+    read: fn() -> u64,
+}
+
+impl prometheus::core::Collector for Sampled {
+    fn desc(&self) -> Vec<&prometheus::core::Desc> {
+        self.counter.desc()
+    }
+
+    fn collect(&self) -> Vec<prometheus::proto::MetricFamily> {
+        let now = (self.read)();
+        let was = self.counter.get();
+        self.counter.inc_by(now.saturating_sub(was));
+        self.counter.collect()
     }
 }
 
@@ -161,11 +245,18 @@ pub async fn record(
     metrics.in_flight.inc();
     let res = next.call(req).await;
     metrics.in_flight.dec();
-    let (route, status) = match &res {
-        Ok(res) => (res.request().match_pattern(), res.status()),
-        Err(err) => (None, err.as_response_error().status_code()),
+    let (route, status, replayed) = match &res {
+        Ok(res) => (
+            res.request().match_pattern(),
+            res.status(),
+            res.headers().contains_key(crate::idempotent::REPLAYED),
+        ),
+        Err(err) => (None, err.as_response_error().status_code(), false),
     };
     let route = route.unwrap_or_else(|| UNMATCHED.to_owned());
+    if replayed {
+        metrics.replayed(&route);
+    }
     metrics.observe(&route, &method, status, started);
     res
 }

@@ -1,0 +1,128 @@
+//! The storage layer's work as metrics: the store's [`Observer`] (group-commit batches and
+//! queue waits per writer, pool checkouts, faults by class) and, read when scraped, the SQLite
+//! WAL's size and checkpoint progress.
+
+use std::time::Duration;
+
+use prometheus::{
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry,
+};
+use storage::Fault;
+use storage::observe::Observer;
+
+use super::BUCKETS;
+
+/// Jobs per batch: 1 to [`storage::group_commit::MAX_BATCH`].
+const BATCH_BUCKETS: [f64; 9] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
+
+pub(super) struct StorageMetrics {
+    batch: HistogramVec,
+    queued: HistogramVec,
+    checkout: Histogram,
+    checkout_timeouts: IntCounter,
+    faults: IntCounterVec,
+    wal_frames: IntGaugeVec,
+    wal_bytes: IntGauge,
+}
+
+impl StorageMetrics {
+    pub fn new(registry: &Registry) -> Result<StorageMetrics, prometheus::Error> {
+        let m = StorageMetrics {
+            batch: HistogramVec::new(
+                HistogramOpts::new(
+                    "db_batch_jobs",
+                    "Jobs per group-commit transaction, by writer (writes: every SQLite write \
+                     route's queue; ledger; webhooks).",
+                )
+                .buckets(BATCH_BUCKETS.to_vec()),
+                &["writer"],
+            )?,
+            queued: HistogramVec::new(
+                HistogramOpts::new(
+                    "db_queue_wait_seconds",
+                    "Time a write waited in its writer's queue before its batch began.",
+                )
+                .buckets(BUCKETS.to_vec()),
+                &["writer"],
+            )?,
+            checkout: Histogram::with_opts(
+                HistogramOpts::new(
+                    "db_pool_checkout_wait_seconds",
+                    "Time taken to get a connection from the pool.",
+                )
+                .buckets(BUCKETS.to_vec()),
+            )?,
+            checkout_timeouts: IntCounter::new(
+                "db_pool_checkout_timeouts_total",
+                "Checkouts that got no connection within DB_CHECKOUT_TIMEOUT_MS.",
+            )?,
+            faults: IntCounterVec::new(
+                Opts::new(
+                    "db_faults_total",
+                    "Statements and transactions that met a storage fault, by class: full, \
+                     read-only, i/o error, replaced, busy, timeout, unavailable, damaged.",
+                ),
+                &["fault"],
+            )?,
+            wal_frames: IntGaugeVec::new(
+                Opts::new(
+                    "sqlite_wal_frames",
+                    "The SQLite WAL as the checkpointer last saw it: frames in the log \
+                     (state=log) and frames copied back into the database (state=checkpointed).",
+                ),
+                &["state"],
+            )?,
+            wal_bytes: IntGauge::new("sqlite_wal_bytes", "Size of the SQLite WAL file.")?,
+        };
+        registry.register(Box::new(m.batch.clone()))?;
+        registry.register(Box::new(m.queued.clone()))?;
+        registry.register(Box::new(m.checkout.clone()))?;
+        registry.register(Box::new(m.checkout_timeouts.clone()))?;
+        registry.register(Box::new(m.faults.clone()))?;
+        registry.register(Box::new(m.wal_frames.clone()))?;
+        registry.register(Box::new(m.wal_bytes.clone()))?;
+        // Every class present from the start, so that a rate over it is never "no data".
+        for fault in Fault::ALL {
+            m.faults.with_label_values(&[fault.as_str()]);
+        }
+        Ok(m)
+    }
+
+    /// The SQLite WAL's size and progress, read now.
+    pub fn scrape(&self, store: &storage::Store) {
+        if let Some((log, checkpointed)) = store.wal_progress() {
+            self.wal_frames.with_label_values(&["log"]).set(log);
+            self.wal_frames
+                .with_label_values(&["checkpointed"])
+                .set(checkpointed);
+        }
+        if let Some(path) = store.database().sqlite_path() {
+            let bytes = std::fs::metadata(storage::wal::wal_path(path)).map_or(0, |m| m.len());
+            self.wal_bytes.set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        }
+    }
+}
+
+impl Observer for StorageMetrics {
+    fn batch(&self, writer: &'static str, jobs: usize) {
+        self.batch.with_label_values(&[writer]).observe(jobs as f64);
+    }
+
+    fn queued(&self, writer: &'static str, waited: Duration) {
+        self.queued
+            .with_label_values(&[writer])
+            .observe(waited.as_secs_f64());
+    }
+
+    fn checkout(&self, waited: Duration, ok: bool) {
+        self.checkout.observe(waited.as_secs_f64());
+        if !ok {
+            self.checkout_timeouts.inc();
+        }
+    }
+
+    fn fault(&self, fault: Fault) {
+        self.faults.with_label_values(&[fault.as_str()]).inc();
+    }
+}

@@ -1,0 +1,62 @@
+//! What the storage layer tells an observer (the server's metrics) as it works, without
+//! depending on a metrics library: group-commit batches and queue waits per writer, pool
+//! checkouts, faults by class, and the SQLite WAL's progress.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use crate::Fault;
+
+/// Told about the storage layer's work. Every method has an empty default, and each is called
+/// on the path it measures: keep them cheap (an atomic add, a histogram observation).
+pub trait Observer: Send + Sync {
+    /// A group-commit `writer` (notes, ledger, webhooks) ran a batch of `jobs` jobs.
+    fn batch(&self, _writer: &'static str, _jobs: usize) {}
+    /// A job of `writer` waited `waited` in the queue before its batch began.
+    fn queued(&self, _writer: &'static str, _waited: Duration) {}
+    /// A connection was taken from the pool after `waited` (`ok` false: none came in time).
+    fn checkout(&self, _waited: Duration, _ok: bool) {}
+    /// A statement or transaction met `fault`.
+    fn fault(&self, _fault: Fault) {}
+}
+
+/// The observer of a store that has none.
+pub(crate) struct Nobody;
+
+impl Observer for Nobody {}
+
+pub(crate) fn nobody() -> Arc<dyn Observer> {
+    Arc::new(Nobody)
+}
+
+/// The SQLite WAL as the checkpointer last saw it: frames in the log and frames copied back
+/// into the database file (`-1` before the first look).
+#[derive(Debug)]
+pub struct WalProgress {
+    frames: AtomicI64,
+    checkpointed: AtomicI64,
+}
+
+impl Default for WalProgress {
+    fn default() -> Self {
+        WalProgress {
+            frames: AtomicI64::new(-1),
+            checkpointed: AtomicI64::new(-1),
+        }
+    }
+}
+
+impl WalProgress {
+    pub(crate) fn set(&self, frames: i32, checkpointed: i32) {
+        self.frames.store(i64::from(frames), Ordering::Relaxed);
+        self.checkpointed
+            .store(i64::from(checkpointed), Ordering::Relaxed);
+    }
+
+    /// `(frames, checkpointed)`, once the checkpointer has looked.
+    pub fn get(&self) -> Option<(i64, i64)> {
+        let frames = self.frames.load(Ordering::Relaxed);
+        (frames >= 0).then(|| (frames, self.checkpointed.load(Ordering::Relaxed)))
+    }
+}
