@@ -112,6 +112,13 @@ bench_backend() { # backend database_url seed_target
   load "$backend" "ceiling: bare GET /notes/{id}" "http://127.0.0.1:$cport" scripts/bench/get_random_note.lua
   load "$backend" "ceiling: bare GET /health" "http://127.0.0.1:$cport/health"
   stop_server "$cpid"
+  # What recording /metrics costs: the same read on a second server over the same data with
+  # METRICS=false, right after (neighbouring seconds, as for the ceiling).
+  start_server "$(free_port)" "$work/$backend-metrics-off.log" DATABASE_URL="$url" METRICS=false
+  local mpid=$SERVER_PID
+  load "$backend" "GET /notes/{id} (metrics off)" "$BASE" scripts/bench/get_random_note.lua
+  stop_server "$mpid"
+  BASE=$base
   load "$backend" "GET /notes?limit=20" "$base/notes?limit=20"
   load "$backend" "POST /notes" "$base/notes" scripts/bench/post_note.lua
 

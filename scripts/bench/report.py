@@ -144,6 +144,7 @@ def main():
     ratios = []
     targets = [
         ("GET /notes/{id}", "ceiling: bare GET /notes/{id}", "the bare actix-web + Diesel ceiling", 0.8),
+        ("GET /notes/{id}", "GET /notes/{id} (metrics off)", "the same read with `METRICS=false` (the cost of recording metrics)", 0.95),
         ("POST /tokens/verify", "GET /notes/{id}", "our `GET /notes/{id}`", 0.7),
         ("POST /webhook (1 KB, signed)", "GET /notes/{id}", "our `GET /notes/{id}`", 0.6),
     ]

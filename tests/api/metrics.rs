@@ -195,3 +195,17 @@ async fn the_storage_layer_replays_and_webhooks_are_measured(backend: Backend) {
         assert!(text.contains("sqlite_wal_bytes"), "{text}");
     }
 }
+
+/// `METRICS=false`: requests are neither counted nor timed; `/metrics` still answers with the
+/// pool, storage and process metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_metrics_off_requests_are_not_recorded() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |s| s.metrics = false)
+        .await
+        .unwrap();
+    assert_eq!(app.get("/notes").await.status(), StatusCode::OK);
+    let (status, _, text) = metrics(&app, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!text.contains("http_requests_total{"), "{text}");
+    assert!(text.contains("db_pool_connections"), "{text}");
+}

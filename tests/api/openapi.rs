@@ -141,3 +141,55 @@ async fn every_documented_operation_answers_documented_statuses(app: TestApp) {
         }
     }
 }
+
+/// Every component schema carries an example (Swagger UI's "Try it out" sends it), and each
+/// example has the schema's required members with values of the declared types.
+#[tokio::test]
+async fn every_schema_has_an_example_of_its_shape() {
+    let doc = serde_json::to_value(server::openapi::generate().await).unwrap();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    fn fits(value: &serde_json::Value, schema: &serde_json::Value) -> bool {
+        use serde_json::Value::*;
+        match (schema.get("type").and_then(|t| t.as_str()), value) {
+            (_, Null) => schema["nullable"] == true || schema.get("type").is_none(),
+            (Some("string"), String(s)) => schema["enum"]
+                .as_array()
+                .is_none_or(|e| e.iter().any(|v| v == s)),
+            (Some("integer"), Number(n)) => n.is_i64() || n.is_u64(),
+            (Some("boolean"), Bool(_))
+            | (Some("array"), Array(_))
+            | (Some("object"), Object(_)) => true,
+            (None, _) => true,
+            _ => false,
+        }
+    }
+    for (name, schema) in schemas {
+        let example = schema
+            .get("example")
+            .unwrap_or_else(|| panic!("{name} has no example"));
+        if let Some(required) = schema["required"].as_array() {
+            for member in required {
+                let member = member.as_str().unwrap();
+                assert!(
+                    example.get(member).is_some(),
+                    "{name}'s example lacks {member}"
+                );
+            }
+        }
+        if let Some(members) = schema["properties"].as_object() {
+            for (member, value) in example.as_object().into_iter().flatten() {
+                if let Some(declared) = members.get(member) {
+                    assert!(
+                        fits(value, declared),
+                        "{name}.{member}: {value} does not fit {declared}"
+                    );
+                }
+            }
+        }
+    }
+    let note = &schemas["NoteBody"]["example"];
+    assert_eq!(
+        note["title"], "Groceries",
+        "a sensible note, not random text"
+    );
+}

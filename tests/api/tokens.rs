@@ -1063,6 +1063,10 @@ async fn api_auth_guards_the_other_areas(backend: Backend) {
     }
     let res = app.get("/docs/").await;
     assert!(res.status().is_success());
+    // The icon a browser asks for beside the docs page: empty, public, cacheable.
+    let icon = app.get("/favicon.ico").await;
+    assert_eq!(icon.status(), StatusCode::NO_CONTENT);
+    assert_eq!(icon.headers()["cache-control"], "public, max-age=86400");
     assert_eq!(
         verify(&app, admin["token"].as_str().unwrap()).await["valid"],
         true

@@ -150,6 +150,7 @@ impl Application {
             guard: Data::new(guard),
             v1: Data::new(v1),
             cors_origins: settings.cors_origins.clone(),
+            record_metrics: settings.metrics,
             doc,
         };
         let serving = Serving::new(
@@ -214,6 +215,8 @@ struct AppParts {
     guard: Data<auth::Guard>,
     v1: Data<deprecation::V1>,
     cors_origins: Vec<String>,
+    /// `METRICS`: whether the record layer counts requests (`/metrics` answers either way).
+    record_metrics: bool,
     doc: Arc<Value>,
 }
 
@@ -253,7 +256,10 @@ impl AppParts {
                 headers::cors(&self.cors_origins),
             ))
             .wrap(from_fn(access_log::log))
-            .wrap(from_fn(http_edge::metrics::record))
+            .wrap(Condition::new(
+                self.record_metrics,
+                from_fn(http_edge::metrics::record),
+            ))
             .wrap(from_fn(path::normalize))
             .build_with(SPEC_PATH, BuildConfig::default().disable_openapi_route())
             .route(
@@ -261,6 +267,16 @@ impl AppParts {
                 web::get().to(move || {
                     let doc = doc.clone();
                     async move { HttpResponse::Ok().json(&*doc) }
+                }),
+            )
+            // Swagger UI's page names no icon, so browsers ask for this one: no content, and
+            // cacheable for a day rather than a 404 on every visit.
+            .route(
+                "/favicon.ico",
+                web::get().to(|| async {
+                    HttpResponse::NoContent()
+                        .insert_header(("Cache-Control", "public, max-age=86400"))
+                        .finish()
                 }),
             )
             .route(

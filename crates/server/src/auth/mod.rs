@@ -351,6 +351,7 @@ mod tests {
             (Method::GET, "/openapi.json"),
             (Method::GET, "/docs"),
             (Method::GET, "/docs/index.html"),
+            (Method::GET, "/favicon.ico"),
             (Method::GET, "/examples/ping"),
             (Method::POST, "/webhook"),
             (Method::POST, "/tokens/verify"),

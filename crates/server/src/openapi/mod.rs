@@ -4,6 +4,7 @@
 //! [`links`] holds the links between operations; [`complete`] the steps that write what the
 //! generator cannot (storage faults, V1 deprecation, security, the token area's refusals).
 
+mod annotations;
 mod complete;
 mod links;
 
@@ -35,6 +36,10 @@ pub fn spec() -> Spec {
                  operation needs. `server openapi` writes the API_AUTH=tokens document."
                     .to_owned(),
             ),
+            contact: Some(apistos::info::Contact {
+                name: Some("The notes-service maintainers (README.md)".to_owned()),
+                ..Default::default()
+            }),
             license: Some(apistos::info::License {
                 name: "MIT OR Apache-2.0".to_owned(),
                 url: Some("https://spdx.org/licenses/MIT.html".to_owned()),
@@ -81,6 +86,8 @@ fn complete(mut doc: Value, mode: ApiAuth) -> Value {
     {
         schemas.insert(PROBLEM_SCHEMA.to_owned(), problem_schema());
     }
+    annotations::add(&mut doc);
+    annotations::describe(&mut doc);
     for (op_id, status, name, target, params) in links::links() {
         let params: serde_json::Map<String, Value> = params
             .iter()

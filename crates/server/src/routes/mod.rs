@@ -55,6 +55,8 @@ const AREAS: &[Area] = &[
 const DOCS_ACCESS: &[Rule] = &[
     Rule::any(SPEC_PATH, Access::Public),
     Rule::tree("/docs", Access::Public),
+    // What a browser asks for beside the docs page: answered empty, so nothing 404s.
+    Rule::unmetered("/favicon.ico", Access::Public),
 ];
 
 /// Every route the OpenAPI document describes.

@@ -133,6 +133,9 @@ pub struct Settings {
     /// `LOG_FORMAT`: `text` (default) or `json`, one object per line with the access record's
     /// fields.
     pub log_format: LogFormat,
+    /// `METRICS` (true): whether requests are counted and timed for `/metrics` (false leaves
+    /// the pool, storage and process metrics; the bench measures what recording costs).
+    pub metrics: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -198,6 +201,7 @@ impl Default for Settings {
             key_clock: idempotency::Clock::system(),
             drain: Duration::ZERO,
             log_format: LogFormat::Text,
+            metrics: true,
         }
     }
 }

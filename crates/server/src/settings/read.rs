@@ -207,6 +207,7 @@ impl Settings {
                     LogFormat::parse(s).ok_or("expected text or json")
                 })?
                 .unwrap_or_default(),
+            metrics: v.flag("METRICS")?.unwrap_or(true),
         })
     }
 }
