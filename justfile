@@ -22,6 +22,10 @@ lint:
     bash scripts/check-layering.sh
     bash scripts/lint-openapi.sh
 
+# Every library crate as crates.io would take it (`notesvc-` names; nothing is published).
+package:
+    cargo package --workspace --exclude server --exclude api-tests --no-verify --locked
+
 fmt:
     cargo fmt --all
 

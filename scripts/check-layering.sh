@@ -14,7 +14,7 @@ for dir in crates/*/; do
   crate=$(basename "$dir")
   case "$crate" in server|tool-gateway|client|http-edge) continue ;; esac
   for framework in actix-web apistos; do
-    if cargo tree -p "$crate" -e normal -i "$framework" --locked 2>/dev/null | grep -q .; then
+    if cargo tree -p "notesvc-$crate" -e normal -i "$framework" --locked 2>/dev/null | grep -q .; then
       echo "layering: $crate depends on $framework"; fail=1
     fi
   done
@@ -27,7 +27,7 @@ done
 # The edge's own crates: the leaves it may build on.
 edge_may_use="problem-details pagination storage idempotency ownership audit trace-context"
 ours=$(ls crates)
-for dep in $(cargo tree -p http-edge -e normal --depth 1 --prefix none --locked | awk 'NR > 1 {print $1}' | sort -u); do
+for dep in $(cargo tree -p notesvc-http-edge -e normal --depth 1 --prefix none --locked | awk 'NR > 1 {print $1}' | sed 's/^notesvc-//' | sort -u); do
   if grep -qx "$dep" <<<"$ours" && ! grep -qw "$dep" <<<"$edge_may_use"; then
     echo "layering: http-edge depends on $dep (it may use: $edge_may_use)"; fail=1
   fi
@@ -40,7 +40,7 @@ fi
 for crate in notes articles versioned-notes tokens ledger webhooks idempotency; do
   for engine in libsqlite3-sys pq-sys diesel; do
     # An absent package is an error, or "nothing to print" on stderr: either way no output.
-    if cargo tree -p "$crate" --no-default-features -e normal -i "$engine" --locked 2>/dev/null | grep -q .; then
+    if cargo tree -p "notesvc-$crate" --no-default-features -e normal -i "$engine" --locked 2>/dev/null | grep -q .; then
       echo "layering: $crate without default features still depends on $engine"; fail=1
     fi
   done

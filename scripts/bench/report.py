@@ -101,6 +101,14 @@ DESIGN = """## Why a list costs what its page costs
   had a p99 of 1.8 ms (max 9.7 ms) at the same throughput (20.1k against 19.2–19.7k req/s); with
   2 workers 46–590 ms over six runs, with 4 workers 76 ms. Where the requests wait with more than one worker
   was not found.
+- **Recording metrics costs the point read little.** The run measures `GET /notes/{id}` again
+  on a second server over the same data with `METRICS=false` (the ratios above). Measured on
+  2026-11-27 apart from a full run (release build, SQLite, 10,000 notes, `wrk -t1 -c16 -d5s`,
+  four alternating rounds): 33.2k req/s recording against 33.4k without (0.99×). The first
+  measurement of the same comparison gave 0.93×: each request cloned every metric handle (nine
+  reference counts) and the access log formatted its line even when `RUST_LOG` discarded it;
+  the record layer now takes one reference to the app's edge, and the access log does no work
+  when its level is off (the point read rose about 10% with both).
 - **A connection just handed back is not checked again.** r2d2 checked every connection as it
   was taken (a `SELECT 1` round trip): on PostgreSQL that was 19.0–19.8k point reads/s against
   23.4–25.4k without it (lists 13.0–14.0k against 15.0–15.6k), alternating builds. The check

@@ -2,8 +2,8 @@ use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 use crate::DbConnection;
 
-const SQLITE: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
-const POSTGRES: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
+const SQLITE: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
+const POSTGRES: EmbeddedMigrations = embed_migrations!("migrations/postgres");
 
 pub type MigrationError = Box<dyn std::error::Error + Send + Sync>;
 

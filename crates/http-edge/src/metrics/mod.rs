@@ -240,7 +240,9 @@ pub async fn record(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let started = Instant::now();
-    let metrics = crate::Edge::of(req.request())?.metrics.clone();
+    // One reference count, not a clone of every metric handle.
+    let edge = crate::edge::registered::<crate::Edge>(req.request())?.clone();
+    let metrics = &edge.metrics;
     let method = req.method().as_str().to_owned();
     metrics.in_flight.inc();
     let res = next.call(req).await;

@@ -158,6 +158,10 @@ pub async fn log(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    if !log::log_enabled!(target: TARGET, log::Level::Info) {
+        // Nothing to write (RUST_LOG=warn, or access=off): none of the work below.
+        return next.call(req).await;
+    }
     let started = Instant::now();
     let line = log_safe_request_line(&req);
     let client = client::address(&req).map_or_else(|| "-".to_owned(), |ip| ip.to_string());
