@@ -316,6 +316,46 @@ async fn expired_keys_are_forgotten_and_pruned(backend: Backend) {
     assert_eq!(kept().await, 0, "expired keys are pruned");
 }
 
+/// A deposit to a new account `id` under key `d-1` and a note under key `n-1`, and their
+/// first answers.
+struct Keyed {
+    deposit: Value,
+    path: String,
+    first: Value,
+    note: Value,
+    made: Value,
+}
+
+async fn keyed_deposit_and_note(app: &TestApp, id: &str) -> Keyed {
+    app.open_account(id, "Ann").await;
+    let deposit = json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 100}});
+    let path = format!("/accounts/{id}/events");
+    let first = post_keyed(app, &path, "d-1", &deposit).await;
+    let first = json(first, StatusCode::CREATED).await;
+    let note = json!({"title": "t", "body": "b"});
+    let made = json(
+        post_keyed(app, "/notes", "n-1", &note).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    Keyed {
+        deposit,
+        path,
+        first,
+        note,
+        made,
+    }
+}
+
+impl Keyed {
+    /// The deposit sent again with its key: the first answer, nothing written.
+    async fn deposit_replays(&self, app: &TestApp) {
+        let again = post_keyed(app, &self.path, "d-1", &self.deposit).await;
+        assert_eq!(again.headers()[REPLAYED], "true");
+        assert_eq!(json(again, StatusCode::CREATED).await, self.first);
+    }
+}
+
 /// The wall clock jumps a day and an hour forward (an NTP step, a resumed VM) between a
 /// request and its retry: by the wall clock alone every key would have expired, and the
 /// retried deposit would apply twice.
@@ -325,28 +365,16 @@ async fn a_step_of_the_wall_clock_expires_no_key(backend: Backend) {
     let Some(app) = TestApp::spawn_with(backend, move |s| s.key_clock = for_app).await else {
         return;
     };
-    app.open_account("stepped", "Ann").await;
-    let deposit = json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 100}});
-    let path = "/accounts/stepped/events";
-    let first = json(
-        post_keyed(&app, path, "d-1", &deposit).await,
-        StatusCode::CREATED,
-    )
-    .await;
-    let note = json!({"title": "t", "body": "b"});
-    let made = json(
-        post_keyed(&app, "/notes", "n-1", &note).await,
-        StatusCode::CREATED,
-    )
-    .await;
+    let keyed = keyed_deposit_and_note(&app, "stepped").await;
 
     assert!(clock.step_wall(25 * 3600));
-    let again = post_keyed(&app, path, "d-1", &deposit).await;
+    keyed.deposit_replays(&app).await;
+    let again = post_keyed(&app, "/notes", "n-1", &keyed.note).await;
     assert_eq!(again.headers()[REPLAYED], "true");
-    assert_eq!(json(again, StatusCode::CREATED).await, first);
-    let again = post_keyed(&app, "/notes", "n-1", &note).await;
-    assert_eq!(again.headers()[REPLAYED], "true");
-    assert_eq!(json(again, StatusCode::CREATED).await["id"], made["id"]);
+    assert_eq!(
+        json(again, StatusCode::CREATED).await["id"],
+        keyed.made["id"]
+    );
     assert_eq!(app.account("stepped").await["balance_cents"], 100);
 }
 
@@ -358,20 +386,8 @@ async fn the_ledger_knows_a_request_for_longer_than_the_ttl(backend: Backend) {
     let Some(app) = TestApp::spawn(backend).await else {
         return;
     };
-    app.open_account("late", "Ann").await;
-    let deposit = json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 100}});
-    let path = "/accounts/late/events";
-    let first = json(
-        post_keyed(&app, path, "d-1", &deposit).await,
-        StatusCode::CREATED,
-    )
-    .await;
-    let note = json!({"title": "t", "body": "b"});
-    let made = json(
-        post_keyed(&app, "/notes", "n-1", &note).await,
-        StatusCode::CREATED,
-    )
-    .await;
+    let keyed = keyed_deposit_and_note(&app, "late").await;
+    let (path, note) = (keyed.path.as_str(), &keyed.note);
     let age_keys = |hours: i64| {
         with_conn(&app.db, move |c| {
             use idempotency::schema::idempotency_keys::dsl::*;
@@ -386,9 +402,7 @@ async fn the_ledger_knows_a_request_for_longer_than_the_ttl(backend: Backend) {
     };
     age_keys(36).await;
 
-    let again = post_keyed(&app, path, "d-1", &deposit).await;
-    assert_eq!(again.headers()[REPLAYED], "true");
-    assert_eq!(json(again, StatusCode::CREATED).await, first);
+    keyed.deposit_replays(&app).await;
     let other = json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 7}});
     let res = post_keyed(&app, path, "d-1", &other).await;
     assert!(
@@ -396,17 +410,17 @@ async fn the_ledger_knows_a_request_for_longer_than_the_ttl(backend: Backend) {
         "another request: the key is free"
     );
     json(res, StatusCode::CREATED).await;
-    let res = post_keyed(&app, "/notes", "n-1", &note).await;
+    let res = post_keyed(&app, "/notes", "n-1", note).await;
     assert!(
         res.headers().get(REPLAYED).is_none(),
         "a note's key expires with the TTL"
     );
-    assert_ne!(json(res, StatusCode::CREATED).await["id"], made["id"]);
+    assert_ne!(json(res, StatusCode::CREATED).await["id"], keyed.made["id"]);
     assert_eq!(app.account("late").await["balance_cents"], 107);
 
-    post_keyed(&app, path, "d-2", &deposit).await;
+    post_keyed(&app, path, "d-2", &keyed.deposit).await;
     age_keys(7 * 24 + 1).await;
-    let res = post_keyed(&app, path, "d-2", &deposit).await;
+    let res = post_keyed(&app, path, "d-2", &keyed.deposit).await;
     assert!(
         res.headers().get(REPLAYED).is_none(),
         "past 7 TTLs the key is free"

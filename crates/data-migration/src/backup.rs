@@ -60,20 +60,7 @@ impl fmt::Display for FileReport {
             let shown = &side.checksum.sha256[..16.min(side.checksum.sha256.len())];
             writeln!(f, "{table:<26} {:>10}  {shown}", side.rows)?;
         }
-        for d in &self.count_drift {
-            writeln!(
-                f,
-                "count mismatch: {} (parent {}): kept {}, rows {}",
-                d.counted, d.parent, d.kept, d.actual
-            )?;
-        }
-        for m in &self.ledger.mismatches {
-            writeln!(
-                f,
-                "ledger mismatch: account {:?}: {}",
-                m.account_id, m.reason
-            )?;
-        }
+        crate::verify::findings(f, &self.count_drift, &self.ledger)?;
         let verdict = if self.ledger.is_consistent() {
             "consistent"
         } else {

@@ -73,6 +73,30 @@ fn side(table: &dyn Table, conn: &mut DbConnection) -> Result<Side, Error> {
     })
 }
 
+/// One line per kept count that differs from its rows and per account whose projection differs
+/// from its replay (a migration's report and a backup's).
+pub(crate) fn findings(
+    f: &mut fmt::Formatter<'_>,
+    count_drift: &[storage::counts::Drift],
+    ledger: &ledger::check::Report,
+) -> fmt::Result {
+    for d in count_drift {
+        writeln!(
+            f,
+            "count mismatch: {} (parent {}): kept {}, rows {}",
+            d.counted, d.parent, d.kept, d.actual
+        )?;
+    }
+    for m in &ledger.mismatches {
+        writeln!(
+            f,
+            "ledger mismatch: account {:?}: {}",
+            m.account_id, m.reason
+        )?;
+    }
+    Ok(())
+}
+
 /// Shows this many hex digits of a checksum: enough to tell two apart by eye.
 const SHOWN: usize = 16;
 
@@ -106,20 +130,7 @@ impl fmt::Display for Report {
                 )?;
             }
         }
-        for d in &self.count_drift {
-            writeln!(
-                f,
-                "count mismatch: {} (parent {}): kept {}, rows {}",
-                d.counted, d.parent, d.kept, d.actual
-            )?;
-        }
-        for m in &self.ledger.mismatches {
-            writeln!(
-                f,
-                "ledger mismatch: account {:?}: {}",
-                m.account_id, m.reason
-            )?;
-        }
+        findings(f, &self.count_drift, &self.ledger)?;
         writeln!(
             f,
             "ledger replay on the target: {} accounts, {} events, {} mismatches  {}",

@@ -219,19 +219,7 @@ fn sigterm_drains_before_it_stops() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/drain.db", dir.path().display());
     let port = free_port();
-    let mut child = server()
-        .env("DATABASE_URL", &url)
-        .env("BIND", format!("127.0.0.1:{port}"))
-        .env("DRAIN_SECS", "3")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !health_ok(port) {
-        assert!(Instant::now() < deadline, "server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut child = spawn(&url, port, &[("DRAIN_SECS", "3")], Stdio::null());
     let ready = get(port, "/health/ready").unwrap();
     assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
     assert!(ready.contains(r#""draining":false"#), "{ready}");
@@ -273,19 +261,7 @@ fn json_logs_are_one_object_per_line() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/logs.db", dir.path().display());
     let port = free_port();
-    let mut child = server()
-        .env("DATABASE_URL", &url)
-        .env("BIND", format!("127.0.0.1:{port}"))
-        .env("LOG_FORMAT", "json")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !health_ok(port) {
-        assert!(Instant::now() < deadline, "server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut child = spawn(&url, port, &[("LOG_FORMAT", "json")], Stdio::piped());
     let answer = get(port, "/notes/424242").unwrap();
     assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
     sigterm(&child);

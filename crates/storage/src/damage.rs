@@ -90,25 +90,30 @@ fn record_loss(db: &Path, loss: &wal::Loss) -> Result<String, StorageError> {
     Ok(detail)
 }
 
-/// Runs `PRAGMA quick_check` on its own connection every `every` (the first after one period)
-/// while `found` lives; anything but `ok`, or an error that is damage, is recorded.
-pub(crate) fn start_quick_check(database: Database, every: Duration, found: Weak<Found>) {
+/// Runs `PRAGMA quick_check` on its own connection every `every` (the first after one period);
+/// anything but `ok`, or an error that is damage, is recorded in `found`. The thread stops
+/// when the returned sender is dropped (with its store).
+pub(crate) fn start_quick_check(
+    database: Database,
+    every: Duration,
+    found: Weak<Found>,
+) -> std::sync::mpsc::Sender<()> {
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
     let _ = std::thread::Builder::new()
         .name("sqlite-quick-check".into())
         .spawn(move || {
-            loop {
-                std::thread::sleep(every);
-                let Some(found) = found.upgrade() else {
-                    return;
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every)
+            {
+                let (Some(found), Some(detail)) = (found.upgrade(), quick_check(&database)) else {
+                    continue;
                 };
-                if let Some(detail) = quick_check(&database) {
-                    found.record(Damage {
-                        detail,
-                        refuses_writes: false,
-                    });
-                }
+                found.record(Damage {
+                    detail,
+                    refuses_writes: false,
+                });
             }
         });
+    stop
 }
 
 #[derive(diesel::QueryableByName)]

@@ -50,6 +50,8 @@ struct Shared {
     /// pool happens to close its last connection (see [`crate::files`]).
     sentinel: Mutex<Option<DbConnection>>,
     faults: FaultLog,
+    /// SQLite files with `quick_check_every`: stops the background check when dropped.
+    _quick_check: Option<std::sync::mpsc::Sender<()>>,
     /// Told about batches, checkouts and faults (the server's metrics).
     observer: std::sync::RwLock<Arc<dyn crate::observe::Observer>>,
     /// SQLite files only: the WAL as the checkpointer last saw it.
@@ -123,10 +125,17 @@ impl Store {
             .filter(|_| checkpointer)
             .map(|_| crate::checkpoint::start(database.clone(), catch_up.clone(), wal.clone()));
         let damage = crate::damage::SharedFound::default();
-        if let (Some(_), Some(every)) = (database.sqlite_path(), database.quick_check_every) {
-            let found = Arc::downgrade(&damage);
-            crate::damage::start_quick_check(database.clone(), every, found);
-        }
+        let quick_check = match (database.sqlite_path(), database.quick_check_every) {
+            (Some(_), Some(every)) => {
+                let found = Arc::downgrade(&damage);
+                Some(crate::damage::start_quick_check(
+                    database.clone(),
+                    every,
+                    found,
+                ))
+            }
+            _ => None,
+        };
         Store {
             pool,
             shared: Arc::new(Shared {
@@ -137,6 +146,7 @@ impl Store {
                 files: OnceLock::new(),
                 sentinel: Mutex::new(None),
                 faults: FaultLog::default(),
+                _quick_check: quick_check,
                 observer: std::sync::RwLock::new(crate::observe::nobody()),
                 wal,
                 damage,
