@@ -11,6 +11,7 @@
 //!   path normalisation, HEAD) and [`connection`] (each socket's pacing).
 
 pub mod actor;
+pub mod annotate;
 pub mod answers;
 pub mod conditional;
 pub mod connection;
@@ -24,6 +25,7 @@ pub mod links;
 pub mod list;
 pub mod metrics;
 pub mod middleware;
+pub mod probe;
 pub mod serve;
 
 pub use edge::{Edge, registered};

@@ -4,7 +4,6 @@
 //! [`links`] holds the links between operations; [`complete`] the steps that write what the
 //! generator cannot (storage faults, V1 deprecation, security, the token area's refusals).
 
-mod annotations;
 mod complete;
 mod links;
 
@@ -86,8 +85,7 @@ fn complete(mut doc: Value, mode: ApiAuth) -> Value {
     {
         schemas.insert(PROBLEM_SCHEMA.to_owned(), problem_schema());
     }
-    annotations::add(&mut doc);
-    annotations::describe(&mut doc);
+    annotate(&mut doc);
     for (op_id, status, name, target, params) in links::links() {
         let params: serde_json::Map<String, Value> = params
             .iter()
@@ -107,6 +105,16 @@ fn complete(mut doc: Value, mode: ApiAuth) -> Value {
         }
     }
     doc
+}
+
+/// The examples and descriptions the generated document lacks (data beside this file).
+fn annotate(doc: &mut Value) {
+    let examples = serde_json::from_str(include_str!("examples.json"));
+    let texts = serde_json::from_str(include_str!("descriptions.json"));
+    if let (Ok(examples), Ok(texts)) = (examples, texts) {
+        http_edge::annotate::examples(doc, &examples);
+        http_edge::annotate::describe(doc, &texts);
+    }
 }
 
 //END

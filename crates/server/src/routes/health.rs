@@ -1,14 +1,8 @@
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use actix_web::body::BoxBody;
-use actix_web::http::StatusCode;
 use actix_web::web::Data;
-use actix_web::{HttpRequest, HttpResponse, Responder};
-use apistos::paths::{MediaType, Response, Responses};
-use apistos::reference_or::ReferenceOr;
 use apistos::web::{ServiceConfig, get, resource};
-use apistos::{ApiComponent, ApistosSchema, OpenApiVersion, VersionSpecificSchema, api_operation};
+use apistos::{ApiComponent, api_operation};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -17,7 +11,9 @@ use apistos::schemars;
 use crate::auth::{Access, Rule};
 use crate::context::Context;
 use http_edge::db::Db;
+use http_edge::probe::{Probe, ProbeDoc, database_ok};
 
+/// How long a health check waits for the database.
 const DB_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Serialize, JsonSchema, ApiComponent)]
@@ -39,78 +35,9 @@ pub struct HealthDto {
     pub checks: Checks,
 }
 
-/// What a probe's answer says in OpenAPI for 200 and for 503.
-pub trait ProbeDoc {
-    const OK: &'static str;
-    const UNAVAILABLE: &'static str;
-}
-
 impl ProbeDoc for HealthDto {
     const OK: &'static str = "Healthy.";
     const UNAVAILABLE: &'static str = "Degraded: the database check failed.";
-}
-
-/// 200 when `ok`, else 503, with the same JSON shape.
-pub struct Probe<T> {
-    ok: bool,
-    body: T,
-}
-
-impl<T: Serialize> Responder for Probe<T> {
-    type Body = BoxBody;
-    fn respond_to(self, _: &HttpRequest) -> HttpResponse {
-        let status = if self.ok {
-            StatusCode::OK
-        } else {
-            StatusCode::SERVICE_UNAVAILABLE
-        };
-        HttpResponse::build(status).json(self.body)
-    }
-}
-
-impl<T: ApiComponent + ProbeDoc> ApiComponent for Probe<T> {
-    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        T::child_schemas(v)
-    }
-    fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        T::schema(v)
-    }
-    fn responses(v: OpenApiVersion, _: Option<String>, _: Option<String>) -> Option<Responses> {
-        let (name, _) = T::schema(v)?;
-        let response = |description: &str| {
-            let schema = match v {
-                OpenApiVersion::OAS3_0 => VersionSpecificSchema::OAS3_0(ReferenceOr::Reference {
-                    _ref: format!("#/components/schemas/{name}"),
-                }),
-                OpenApiVersion::OAS3_1 => VersionSpecificSchema::OAS3_1(
-                    T::schema(v)
-                        .and_then(|(_, s)| match s {
-                            ReferenceOr::Object(o) => Some(o),
-                            ReferenceOr::Reference { .. } => None,
-                        })
-                        .unwrap_or_default(),
-                ),
-            };
-            ReferenceOr::Object(Response {
-                description: description.to_owned(),
-                content: BTreeMap::from([(
-                    "application/json".to_owned(),
-                    MediaType {
-                        schema: Some(schema),
-                        ..Default::default()
-                    },
-                )]),
-                ..Default::default()
-            })
-        };
-        Some(Responses {
-            responses: BTreeMap::from([
-                ("200".to_owned(), response(T::OK)),
-                ("503".to_owned(), response(T::UNAVAILABLE)),
-            ]),
-            ..Default::default()
-        })
-    }
 }
 
 /// The answer of `/health/live`.
@@ -148,17 +75,6 @@ impl ProbeDoc for ReadyDto {
         "Not ready: the database would refuse writes, or the instance is draining.";
 }
 
-/// Whether the database would take a write now, logged when not.
-async fn database_ok(db: &Db) -> bool {
-    match db.check(DB_CHECK_TIMEOUT).await {
-        Ok(()) => true,
-        Err(e) => {
-            log::warn!("health: the database would refuse writes: {e}");
-            false
-        }
-    }
-}
-
 /// Health
 ///
 /// Checks, within 2 seconds and without writing, that the database would take a write: it
@@ -167,7 +83,7 @@ async fn database_ok(db: &Db) -> bool {
 /// succeeding since. 503 with `db: "error"` otherwise.
 #[api_operation(operation_id = "health", tag = "meta")]
 pub async fn health(db: Db, context: Data<Context>) -> Probe<HealthDto> {
-    let ok = database_ok(&db).await;
+    let ok = database_ok(&db, DB_CHECK_TIMEOUT).await;
     let db_state = if ok { "ok" } else { "error" };
     Probe {
         ok,
@@ -205,7 +121,7 @@ pub async fn ready(db: Db, context: Data<Context>) -> Probe<ReadyDto> {
     let draining = context.draining.load(std::sync::atomic::Ordering::Acquire);
     let database = match draining {
         true => "unchecked",
-        false if database_ok(&db).await => "ok",
+        false if database_ok(&db, DB_CHECK_TIMEOUT).await => "ok",
         false => "error",
     };
     let ok = database == "ok";

@@ -1,23 +1,16 @@
-//! What the generated document lacks for its readers: a realistic example on every component
-//! schema (so that Swagger UI's "Try it out" sends a sensible note rather than random text, and
-//! generated docs and clients show real shapes), a description on every operation whose doc
-//! comment has only a summary, and the tags declared with what each covers. The texts are data:
-//! `examples.json` (the leaves; lists and envelopes are composed from their members' examples,
-//! one item each, the first page's paging) and `descriptions.json`.
+//! What a generated document lacks for its readers, added from data the app gives: a realistic
+//! example on every component schema (so that Swagger UI's "Try it out" sends a sensible body
+//! rather than random text, and generated docs and clients show real shapes), a description on
+//! every operation whose doc comment has only a summary, and the tags declared with what each
+//! covers.
 
 use serde_json::{Map, Value, json};
 
-const GIVEN: &str = include_str!("examples.json");
-const DESCRIPTIONS: &str = include_str!("descriptions.json");
-
 /// Declares every tag an operation uses, and describes the operations that have no
-/// description of their own.
-pub(super) fn describe(doc: &mut Value) {
-    let Ok(texts) = serde_json::from_str::<Value>(DESCRIPTIONS) else {
-        return;
-    };
+/// description of their own: `texts` is `{"tags": {name: text}, "operations": {id: text}}`.
+pub fn describe(doc: &mut Value, texts: &Value) {
     let mut used = std::collections::BTreeSet::new();
-    for (_, _, operation) in http_edge::document::operations_mut(doc) {
+    for (_, _, operation) in crate::document::operations_mut(doc) {
         for tag in operation["tags"].as_array().into_iter().flatten() {
             used.insert(tag.as_str().unwrap_or_default().to_owned());
         }
@@ -41,11 +34,11 @@ pub(super) fn describe(doc: &mut Value) {
     doc["tags"] = json!(tags);
 }
 
-/// Sets `example` on every schema under `components/schemas` that has one.
-pub(super) fn add(doc: &mut Value) {
-    let Ok(mut made) = serde_json::from_str::<Map<String, Value>>(GIVEN) else {
-        return;
-    };
+/// Sets `example` on every schema under `components/schemas`: the leaves' from `given` (schema
+/// name to example), lists and envelopes composed from their members' (one item each, the
+/// first page's paging).
+pub fn examples(doc: &mut Value, given: &Map<String, Value>) {
+    let mut made = given.clone();
     let Some(schemas) = doc
         .pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
