@@ -1,7 +1,6 @@
 //! Configuration, read from the environment once at start-up (a `.env` file is read first if
 //! present). A bad value stops start-up with one line naming the variable.
 
-use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -10,25 +9,7 @@ mod read;
 use http_edge::middleware::access_log::LogFormat;
 use http_edge::middleware::client::TrustedProxies;
 
-/// A secret value: printed as `***` by Debug and Display so it never reaches a log line.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
+pub use config_vars::{ConfigError, Secret};
 
 /// The `API_AUTH` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -137,24 +118,6 @@ pub struct Settings {
     /// the pool, storage and process metrics; the bench measures what recording costs).
     pub metrics: bool,
 }
-
-#[derive(Debug, PartialEq, Eq)]
-pub struct ConfigError {
-    pub variable: &'static str,
-    pub message: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid configuration: {}: {}",
-            self.variable, self.message
-        )
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/service.db";
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";

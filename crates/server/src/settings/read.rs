@@ -1,9 +1,9 @@
 //! [`Settings::from_lookup`]: every variable read declaratively, one line each where it can
 //! be, through [`Vars`]: a bad value stops start-up with one line naming the variable.
 
-use std::ops::RangeBounds;
-use std::str::FromStr;
 use std::time::Duration;
+
+use config_vars::{Vars, refuse};
 
 use http_edge::middleware::access_log::LogFormat;
 use http_edge::middleware::client::TrustedProxies;
@@ -16,89 +16,10 @@ use super::{
 
 const POSITIVE: &str = "expected a positive whole number";
 
-/// The variables, read through `lookup` (the environment, or a map in tests).
-struct Vars<F> {
-    lookup: F,
-}
-
-impl<F: Fn(&str) -> Option<String>> Vars<F> {
-    /// The value when set and not blank.
-    fn get(&self, variable: &str) -> Option<String> {
-        (self.lookup)(variable).filter(|v| !v.trim().is_empty())
-    }
-
-    /// The value read by `f` (given it trimmed); its error names `variable`.
-    fn parse<T>(
-        &self,
-        variable: &'static str,
-        f: impl FnOnce(&str) -> Result<T, &'static str>,
-    ) -> Result<Option<T>, ConfigError> {
-        self.get(variable)
-            .map(|v| f(v.trim()).map_err(|message| refuse(variable, message)))
-            .transpose()
-    }
-
-    /// A whole number in `range`; `expected` says what is wanted.
-    fn number<T: FromStr + PartialOrd>(
-        &self,
-        variable: &'static str,
-        range: impl RangeBounds<T>,
-        expected: &'static str,
-    ) -> Result<Option<T>, ConfigError> {
-        self.parse(variable, |v| {
-            v.parse::<T>()
-                .ok()
-                .filter(|n| range.contains(n))
-                .ok_or(expected)
-        })
-    }
-
-    /// `true`/`1`/`yes` or `false`/`0`/`no`, in any case.
-    fn flag(&self, variable: &'static str) -> Result<Option<bool>, ConfigError> {
-        self.parse(variable, |s| match s.to_ascii_lowercase().as_str() {
-            "true" | "1" | "yes" => Ok(true),
-            "false" | "0" | "no" => Ok(false),
-            _ => Err("expected true or false"),
-        })
-    }
-
-    /// A secret: unset is `None`; set but empty, whitespace only or shorter than
-    /// [`MIN_SECRET_BYTES`] is an error (an empty HMAC key makes every signature forgeable, a
-    /// short one can be guessed online). The value is used as is, never trimmed.
-    fn secret(&self, variable: &'static str) -> Result<Option<Secret>, ConfigError> {
-        match (self.lookup)(variable) {
-            None => Ok(None),
-            Some(v) if v.trim().is_empty() => Err(refuse(
-                variable,
-                "must not be empty or whitespace only (unset it to switch the feature off)",
-            )),
-            Some(v) if v.len() < MIN_SECRET_BYTES => Err(refuse(
-                variable,
-                "must be at least 32 bytes (generate one with: openssl rand -hex 32)",
-            )),
-            Some(v) => Ok(Some(Secret::new(v))),
-        }
-    }
-
-    fn millis(&self, variable: &'static str, default: Duration) -> Result<Duration, ConfigError> {
-        let expected = "expected a positive number of milliseconds";
-        Ok(self
-            .number(variable, 1.., expected)?
-            .map_or(default, Duration::from_millis))
-    }
-}
-
-fn refuse(variable: &'static str, message: &str) -> ConfigError {
-    ConfigError {
-        variable,
-        message: message.to_owned(),
-    }
-}
-
 impl Settings {
     /// Reads settings through `lookup`, so tests can pass a map instead of the environment.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
-        let v = Vars { lookup };
+        let v = Vars::new(lookup);
         let d = Settings::default();
         let database_url = v.get("DATABASE_URL").unwrap_or(d.database_url);
         parse_database(&database_url)?;
@@ -141,7 +62,7 @@ impl Settings {
             api_key_header: v
                 .parse("API_KEY_HEADER", header_name)?
                 .unwrap_or(d.api_key_header),
-            jwt_secret: v.secret("JWT_SECRET")?,
+            jwt_secret: v.secret("JWT_SECRET", MIN_SECRET_BYTES)?,
             problem_base_url: v
                 .get("PROBLEM_BASE_URL")
                 .map(|s| s.trim_end_matches('/').to_owned()),
@@ -167,9 +88,9 @@ impl Settings {
                     versioned_notes::DeprecationForm::parse(s).ok_or("expected true or rfc9745")
                 })?
                 .unwrap_or_default(),
-            webhook_secret: v.secret("WEBHOOK_SECRET")?,
-            webhook_secret_previous: match v.secret("WEBHOOK_SECRET_PREVIOUS")? {
-                Some(_) if (v.lookup)("WEBHOOK_SECRET").is_none() => {
+            webhook_secret: v.secret("WEBHOOK_SECRET", MIN_SECRET_BYTES)?,
+            webhook_secret_previous: match v.secret("WEBHOOK_SECRET_PREVIOUS", MIN_SECRET_BYTES)? {
+                Some(_) if !v.is_set("WEBHOOK_SECRET") => {
                     return Err(refuse(
                         "WEBHOOK_SECRET_PREVIOUS",
                         "set without WEBHOOK_SECRET",
