@@ -37,6 +37,10 @@ openapi:
 fuzz-api:
     bash scripts/fuzz-api.sh
 
+# Generated Python and TypeScript clients call every operation of a live server (installs both generators first).
+generated-clients:
+    bash scripts/generated-clients.sh
+
 # Load test (installs wrk first) and write docs/PERFORMANCE.md.
 bench:
     bash scripts/bench.sh

@@ -31,15 +31,7 @@ fi
 # schemathesis.toml, so that /machine/health and /examples/protected are tested past their 401.
 FUZZ_API_KEY="fuzz-key-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 jwt_secret="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
-FUZZ_JWT=$(python3 - "$jwt_secret" <<'PY'
-import base64, hashlib, hmac, json, sys, time
-b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
-head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-body = b64(json.dumps({"sub": "schemathesis", "exp": int(time.time()) + 86400}).encode())
-mac = hmac.new(sys.argv[1].encode(), f"{head}.{body}".encode(), hashlib.sha256).digest()
-print(f"{head}.{body}.{b64(mac)}")
-PY
-)
+FUZZ_JWT=$(hs256_jwt "$jwt_secret" schemathesis)
 export FUZZ_API_KEY FUZZ_JWT
 # The served document's `security` is what the mode enforces, so schemathesis checks the
 # authentication of every operation against it.

@@ -130,6 +130,19 @@ venv_install() {
   "$1/bin/pip" install --quiet --disable-pip-version-check "$2"
 }
 
+# hs256_jwt SECRET SUBJECT: an HS256 JWT for SUBJECT, valid for a day (the example route's
+# credential, JWT_SECRET=SECRET).
+hs256_jwt() {
+  python3 - "$1" "$2" <<'PY'
+import base64, hashlib, hmac, json, sys, time
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+body = b64(json.dumps({"sub": sys.argv[2], "exp": int(time.time()) + 86400}).encode())
+mac = hmac.new(sys.argv[1].encode(), f"{head}.{body}".encode(), hashlib.sha256).digest()
+print(f"{head}.{body}.{b64(mac)}")
+PY
+}
+
 # faults.sh and hostile.sh are one runner over two scenario files (scripts/faults.py, hostile.py).
 # run_scenarios NAME LABEL [SCENARIO...]: reads NAME_PROFILE, NAME_BUILD, NAME_PG_ADMIN_URL and
 # NAME_KEEP (NAME in capitals), builds unless NAME_BUILD=0, runs scripts/NAME.py in a fresh work

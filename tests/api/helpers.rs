@@ -56,6 +56,17 @@ pub fn test_settings(db: &TestDb) -> Settings {
         database_url: db.url.clone(),
         bind: "127.0.0.1:0".parse().unwrap(),
         workers: Some(2),
+        // The suite runs hundreds of servers at once on two cores with every write synced: a
+        // healthy write can wait seconds there. The production deadlines (2 s) would turn that
+        // wait into a 503 and fail an unrelated test, so the suite waits longer; the tests of
+        // the deadlines themselves set the ones they check.
+        db_timeouts: storage::Timeouts {
+            checkout: Duration::from_secs(15),
+            lock: Duration::from_secs(15),
+            queue: Duration::from_secs(15),
+            answer: Duration::from_secs(20),
+            ..storage::Timeouts::default()
+        },
         ..Settings::default()
     }
 }

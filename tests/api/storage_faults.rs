@@ -258,6 +258,8 @@ async fn a_database_that_stops_answering_gets_503_within_the_deadline() {
     let target = url_host_port(&admin);
     let freezer = Freezer::start(target).await;
     let mut settings = test_settings(&db);
+    // The production deadlines: the ones this test measures.
+    settings.db_timeouts = storage::Timeouts::default();
     settings.database_url = db.url.replacen(
         &format!("{}:{}", target.ip(), target.port()),
         &format!("127.0.0.1:{}", freezer.port),

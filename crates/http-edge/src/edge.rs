@@ -32,6 +32,8 @@ pub struct Edge {
     /// Path prefixes whose answers may be cached (static assets): `middleware::headers` adds
     /// no `Cache-Control: no-store` to them.
     pub cacheable: Vec<String>,
+    /// Where each request's span goes (`middleware::spans`); `None`: nowhere.
+    pub spans: Option<trace_context::export::Exporter>,
 }
 
 impl Edge {

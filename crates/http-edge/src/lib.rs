@@ -10,6 +10,7 @@
 //! - Around every request: [`middleware`] (limits, rate limit, problems, headers, access log,
 //!   path normalisation, HEAD) and [`connection`] (each socket's pacing).
 
+pub mod access_rules;
 pub mod actor;
 pub mod annotate;
 pub mod answers;

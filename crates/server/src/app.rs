@@ -24,7 +24,7 @@ use http_edge::Edge;
 use http_edge::db::Db;
 use http_edge::middleware::limits::{self, Limits};
 use http_edge::middleware::problems::{self, ProblemBase};
-use http_edge::middleware::{access_log, head, headers, path, rate_limit};
+use http_edge::middleware::{access_log, head, headers, path, rate_limit, spans};
 use http_edge::serve::Serving;
 
 pub struct Application {
@@ -33,6 +33,8 @@ pub struct Application {
     /// Shared with `/health/ready`.
     draining: Arc<AtomicBool>,
     drain: Duration,
+    /// Flushed when the server stops.
+    spans: Option<trace_context::export::Exporter>,
 }
 
 /// Opens the database named by `settings.database_url` and applies pending migrations.
@@ -103,6 +105,10 @@ impl Application {
         let keys =
             idempotency::Expiry::with_clock(settings.idempotency_ttl, settings.key_clock.clone());
         let metrics = http_edge::metrics::Metrics::new(&settings.service_name)?;
+        let spans = match &settings.otlp {
+            Some(config) => Some(trace_context::export::Exporter::start(config)?),
+            None => None,
+        };
         store.observe(metrics.storage_observer());
         metrics.sampled_counter(
             "ledger_retries_total",
@@ -143,6 +149,7 @@ impl Application {
             // Swagger UI's static assets.
             cacheable: vec!["/docs".to_owned()],
             metrics,
+            spans: spans.clone(),
         };
         let parts = AppParts {
             edge: Data::new(edge),
@@ -151,6 +158,7 @@ impl Application {
             v1: Data::new(v1),
             cors_origins: settings.cors_origins.clone(),
             record_metrics: settings.metrics,
+            export_spans: spans.is_some(),
             doc,
         };
         let serving = Serving::new(
@@ -165,6 +173,7 @@ impl Application {
             server,
             draining,
             drain: settings.drain,
+            spans,
         })
     }
 
@@ -174,7 +183,9 @@ impl Application {
 
     /// Runs until stopped through [`Application::handle`].
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let served = self.server.await;
+        flush(self.spans).await;
+        served
     }
 
     /// Runs until one of `signals`. SIGTERM: `/health/ready` turns 503 at once and everything
@@ -199,11 +210,23 @@ impl Application {
             }
             handle.stop(true).await;
         });
-        self.server.await
+        let served = self.server.await;
+        flush(self.spans).await;
+        served
     }
 
     pub fn handle(&self) -> actix_web::dev::ServerHandle {
         self.server.handle()
+    }
+}
+
+/// Sends the spans still queued for the collector (within its export timeout).
+async fn flush(spans: Option<trace_context::export::Exporter>) {
+    let Some(spans) = spans else { return };
+    match web::block(move || spans.shutdown()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => log::warn!("{err}"),
+        Err(err) => log::warn!("span export: {err}"),
     }
 }
 
@@ -217,6 +240,8 @@ struct AppParts {
     cors_origins: Vec<String>,
     /// `METRICS`: whether the record layer counts requests (`/metrics` answers either way).
     record_metrics: bool,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` is set: each request's span goes to the collector.
+    export_spans: bool,
     doc: Arc<Value>,
 }
 
@@ -256,6 +281,7 @@ impl AppParts {
                 headers::cors(&self.cors_origins),
             ))
             .wrap(from_fn(access_log::log))
+            .wrap(Condition::new(self.export_spans, from_fn(spans::export)))
             .wrap(Condition::new(
                 self.record_metrics,
                 from_fn(http_edge::metrics::record),

@@ -5,7 +5,6 @@ pub mod auth;
 pub mod context;
 pub mod deprecation;
 pub mod openapi;
-pub mod progress;
 pub mod routes;
 pub mod settings;
 

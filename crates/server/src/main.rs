@@ -85,39 +85,21 @@ struct SeedArgs {
     #[arg(long, default_value_t = 0)]
     webhook_events: u64,
     /// Rows per INSERT statement
-    #[arg(long, default_value_t = articles::service::SEED_BATCH)]
+    #[arg(long, default_value_t = operator_commands::SEED_BATCH)]
     batch: usize,
 }
 
-/// One table's seed: connection, rows, rows per statement, progress (rows committed so far).
-type SeedFn =
-    fn(&mut storage::DbConnection, u64, usize, &mut dyn FnMut(u64)) -> anyhow::Result<u64>;
-
 impl SeedArgs {
-    fn plan(&self) -> [(&'static str, u64, SeedFn); 7] {
-        [
-            ("notes", self.notes, |c, n, b, p| {
-                Ok(notes::seed::notes(c, n, b, p)?)
-            }),
-            ("tags", self.tags, |c, n, b, p| {
-                Ok(notes::seed::tags(c, n, b, p)?)
-            }),
-            ("comments", self.comments, |c, n, b, p| {
-                Ok(notes::seed::comments(c, n, b, p)?)
-            }),
-            ("accounts", self.accounts, |c, n, b, p| {
-                Ok(ledger::seed::accounts(c, n, b, p)?)
-            }),
-            ("articles", self.articles, |c, n, b, p| {
-                Ok(articles::service::seed(c, n, b, p)?)
-            }),
-            ("versioned notes", self.versioned_notes, |c, n, b, p| {
-                Ok(versioned_notes::seed::notes(c, n, b, p)?)
-            }),
-            ("webhook events", self.webhook_events, |c, n, b, p| {
-                Ok(webhooks::seed::events(c, n, b, p)?)
-            }),
-        ]
+    fn counts(&self) -> operator_commands::SeedCounts {
+        operator_commands::SeedCounts {
+            notes: self.notes,
+            tags: self.tags,
+            comments: self.comments,
+            accounts: self.accounts,
+            articles: self.articles,
+            versioned_notes: self.versioned_notes,
+            webhook_events: self.webhook_events,
+        }
     }
 }
 
@@ -162,117 +144,40 @@ async fn run() -> anyhow::Result<()> {
             }
         }
         Command::LedgerCheck => {
-            let settings = init_tool()?;
-            let db = server::app::open_database(&settings).await?;
-            let store = db.store().clone();
-            let report = actix_web::web::block(move || -> anyhow::Result<_> {
-                let mut conn = store.checkout()?;
-                let accounts = storage::counts::Counted::table("accounts");
-                let accounts = storage::counts::total(&mut conn, accounts)?;
-                let bar = server::progress::bar("accounts checked", accounts.unsigned_abs());
-                let report =
-                    ledger::check::check_all_with_progress(&mut conn, |n| bar.set_position(n))?;
-                bar.finish_and_clear();
-                Ok(report)
-            })
-            .await??;
-            print!("{report}");
-            if !report.is_consistent() {
+            let store = tool_store().await?;
+            if !actix_web::web::block(move || operator_commands::ledger_check(&store)).await?? {
                 std::process::exit(1);
             }
         }
-        Command::Seed(args) => seed(args).await?,
+        Command::Seed(args) => {
+            let store = tool_store().await?;
+            actix_web::web::block(move || {
+                operator_commands::seed(&store, args.counts(), args.batch)
+            })
+            .await??;
+        }
         Command::Backup { to } => {
             let url = init_tool()?.database_url;
-            let report =
-                actix_web::web::block(move || data_migration::backup::backup(&url, &to)).await??;
-            print!("{report}");
-            println!("backup: verified and synced");
+            actix_web::web::block(move || operator_commands::backup(&url, &to)).await??;
         }
         Command::Restore { from } => {
             let url = init_tool()?.database_url;
-            let restored =
-                actix_web::web::block(move || data_migration::backup::restore(&from, &url))
-                    .await??;
-            print!("{}", restored.report);
-            match restored.previous {
-                Some(kept) => println!(
-                    "restore: done; the replaced database is kept as {}",
-                    kept.display()
-                ),
-                None => println!("restore: done"),
-            }
+            actix_web::web::block(move || operator_commands::restore(&from, &url)).await??;
         }
-        Command::MigrateData { from, to } => migrate_data(from, to).await?,
+        Command::MigrateData { from, to } => {
+            // Takes no `Settings`: both databases are named on the command line.
+            env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+                .init();
+            actix_web::web::block(move || operator_commands::migrate_data(&from, &to)).await??;
+        }
     }
     Ok(())
 }
 
-/// Seeds each table in turn, each with its progress bar and a line when it is done.
-async fn seed(args: SeedArgs) -> anyhow::Result<()> {
-    let settings = init_tool()?;
-    let db = server::app::open_database(&settings).await?;
-    let store = db.store().clone();
-    actix_web::web::block(move || -> anyhow::Result<()> {
-        let mut conn = store.checkout()?;
-        for (what, count, seed) in args.plan() {
-            if count == 0 {
-                continue;
-            }
-            let started = std::time::Instant::now();
-            let bar = server::progress::bar(what, count);
-            let inserted = seed(&mut conn, count, args.batch, &mut |done| {
-                bar.set_position(done)
-            })
-            .with_context(|| format!("seeding {what} failed"))?;
-            bar.finish_and_clear();
-            println!(
-                "inserted {inserted} {what} in {:.2} s",
-                started.elapsed().as_secs_f64()
-            );
-        }
-        if !storage::seed::settle(&mut conn)? {
-            log::warn!("the WAL could not be emptied: readers held it; the server will copy it");
-        }
-        Ok(())
-    })
-    .await?
-}
-
-/// Takes no `Settings`: both databases are named on the command line, not by `DATABASE_URL`.
-async fn migrate_data(from: String, to: String) -> anyhow::Result<()> {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let outcome = actix_web::web::block(move || {
-        let (mut source, mut target) = data_migration::connect(&from, &to)?;
-        let mut bar: Option<(&str, indicatif::ProgressBar)> = None;
-        data_migration::migrate(&mut source, &mut target, |p| {
-            if bar.as_ref().is_none_or(|(table, _)| *table != p.table) {
-                bar = Some((p.table, server::progress::bar(p.table, p.total)));
-            }
-            if let Some((_, b)) = &bar {
-                b.set_position(p.rows);
-            }
-            if p.done {
-                if let Some((_, b)) = bar.take() {
-                    b.finish_and_clear();
-                }
-                log::info!("{}: {} rows copied", p.table, p.rows);
-            }
-        })
-    })
-    .await?;
-    match outcome {
-        Ok(report) => {
-            print!("{report}");
-            println!("migrate-data: copied and verified; committed");
-            Ok(())
-        }
-        Err(data_migration::Error::Unverified(report)) => {
-            print!("{report}");
-            anyhow::bail!("migrate-data: the copy does not match its source; nothing was written")
-        }
-        Err(err) => Err(anyhow::Error::new(err).context("migrate-data")),
-    }
+/// The migrated store of `DATABASE_URL`, for a one-shot command.
+async fn tool_store() -> anyhow::Result<storage::Store> {
+    let db = server::app::open_database(&init_tool()?).await?;
+    Ok(db.store().clone())
 }
 
 fn init() -> anyhow::Result<Settings> {

@@ -57,12 +57,19 @@ pub fn settle(conn: &mut DbConnection) -> diesel::QueryResult<bool> {
     match conn {
         DbConnection::Postgresql(_) => Ok(true),
         DbConnection::Sqlite(_) => {
-            for _ in 0..3 {
+            // A reader's snapshot (another process, or a pool connection being set up) holds
+            // the WAL for moments: retry for up to 2 s, which outlasts such moments on a
+            // loaded machine.
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            loop {
                 if crate::checkpoint::truncate(conn)? {
                     return Ok(true);
                 }
+                if std::time::Instant::now() >= until {
+                    return Ok(false);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
             }
-            Ok(false)
         }
     }
 }

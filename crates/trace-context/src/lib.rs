@@ -10,6 +10,9 @@
 
 use std::fmt;
 
+#[cfg(feature = "otlp")]
+pub mod export;
+
 /// The sampled flag: the caller records this trace.
 pub const SAMPLED: u8 = 0x01;
 
@@ -59,7 +62,8 @@ impl TraceParent {
         })
     }
 
-    /// A new trace, its first span ours; not sampled (this service records no spans).
+    /// A new trace, its first span ours; not sampled ([`TraceParent::sampled_now`] when the
+    /// service exports its spans).
     pub fn start() -> TraceParent {
         TraceParent {
             trace_id: random_nonzero(),
@@ -99,6 +103,25 @@ impl TraceParent {
 
     pub fn sampled(&self) -> bool {
         self.flags & SAMPLED != 0
+    }
+
+    /// The same position with the sampled flag set: a trace this service starts while it
+    /// exports spans is recorded, and says so to the next hop.
+    pub fn sampled_now(self) -> TraceParent {
+        TraceParent {
+            flags: self.flags | SAMPLED,
+            ..self
+        }
+    }
+
+    /// The trace id's 16 bytes.
+    pub fn trace_id_bytes(&self) -> [u8; 16] {
+        self.trace_id
+    }
+
+    /// This span's id's 8 bytes.
+    pub fn span_id_bytes(&self) -> [u8; 8] {
+        self.span_id
     }
 }
 

@@ -182,7 +182,7 @@ pub async fn log(
                 size,
                 request.match_pattern(),
                 extensions.get::<RequestId>().map(|id| id.0.clone()),
-                extensions.get::<Trace>().map(|t| t.0),
+                extensions.get::<Trace>().map(|t| t.span),
                 crate::actor::actor_in(&extensions),
             )
         }

@@ -31,10 +31,14 @@ pub fn accept_request_id(given: Option<&str>) -> String {
 }
 
 /// The trace this request belongs to (W3C Trace Context) and its own span: a child of the
-/// caller's `traceparent` when it sent a valid one, else a new trace. The response says which
-/// in `traceresponse`.
+/// caller's `traceparent` when it sent a valid one, else a new trace (sampled when the app
+/// exports spans). The response says which in `traceresponse`.
 #[derive(Debug, Clone, Copy)]
-pub struct Trace(pub TraceParent);
+pub struct Trace {
+    pub span: TraceParent,
+    /// The caller's span, when it sent one.
+    pub parent: Option<TraceParent>,
+}
 
 /// Stamps every request with its id ([`RequestId`], `X-Request-Id`) and trace ([`Trace`]), and
 /// every answer with both and the security headers.
@@ -45,8 +49,19 @@ pub async fn stamp(
     let id = accept_request_id(req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()));
     req.extensions_mut().insert(RequestId(id.clone()));
     let incoming = req.headers().get(trace_context::HEADER);
-    let trace = TraceParent::continue_or_start(incoming.and_then(|v| v.to_str().ok()));
-    req.extensions_mut().insert(Trace(trace));
+    let parent = incoming
+        .and_then(|v| v.to_str().ok())
+        .and_then(TraceParent::parse);
+    let exporting = crate::Edge::of(req.request()).is_ok_and(|edge| edge.spans.is_some());
+    let trace = match parent {
+        Some(parent) => parent.child(),
+        None if exporting => TraceParent::start().sampled_now(),
+        None => TraceParent::start(),
+    };
+    req.extensions_mut().insert(Trace {
+        span: trace,
+        parent,
+    });
     // The app's cacheable paths keep whatever caching their answers say.
     let cacheable = crate::Edge::of(req.request()).is_ok_and(|edge| {
         edge.cacheable.iter().any(|prefix| {

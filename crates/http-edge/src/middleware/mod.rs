@@ -1,6 +1,7 @@
 //! Layers that hold for every route: path normalisation, access log, request id and security
 //! headers, problem rendering, request limits (media type, encoding, size, deadline,
-//! connections per client), rate limit, and innermost HEAD routed as GET.
+//! connections per client), rate limit, each request's span for an OpenTelemetry collector,
+//! and innermost HEAD routed as GET.
 
 pub mod access_log;
 pub mod client;
@@ -10,3 +11,4 @@ pub mod limits;
 pub mod path;
 pub mod problems;
 pub mod rate_limit;
+pub mod spans;

@@ -32,6 +32,7 @@ use actix_web::middleware::Next;
 use ownership::Actor;
 use problem_details::{Problem, Slug};
 
+use http_edge::access_rules::{self, AccessKind};
 use http_edge::db::Db;
 use http_edge::error::ApiError;
 
@@ -55,109 +56,18 @@ pub enum Access {
     ManageTokens,
 }
 
-/// What one method (or every method) of a path pattern needs. `{name}` in the pattern matches
-/// one segment; a [`Rule::tree`] also covers every path under the pattern.
-/// `Public` opens the pattern exactly as written; the other rules also cover it with a
-/// trailing `/` (deny by default: a spelling never opens more than the route).
-/// A rule also says whether the rate limit counts the path (`RATE_LIMIT_PER_MINUTE`): the
-/// health probes and the token routes are never limited ([`Rule::unmetered`]).
-#[derive(Debug, Clone)]
-pub struct Rule {
-    method: Option<Method>,
-    pattern: &'static str,
-    below: bool,
-    access: Access,
-    metered: bool,
-}
-
-impl Rule {
-    /// Every method of `pattern`.
-    pub const fn any(pattern: &'static str, access: Access) -> Rule {
-        Rule {
-            method: None,
-            pattern,
-            below: false,
-            access,
-            metered: true,
-        }
-    }
-
-    /// Only `method` of `pattern`: another method falls to the default (a bearer token), or
-    /// to the router's 405 when no route serves it.
-    pub const fn only(method: Method, pattern: &'static str, access: Access) -> Rule {
-        Rule {
-            method: Some(method),
-            pattern,
-            below: false,
-            access,
-            metered: true,
-        }
-    }
-
-    /// Every method of `pattern` and of every path under it.
-    pub const fn tree(pattern: &'static str, access: Access) -> Rule {
-        Rule {
-            method: None,
-            pattern,
-            below: true,
-            access,
-            metered: true,
-        }
-    }
-
-    /// [`Rule::any`] that the rate limit never counts.
-    pub const fn unmetered(pattern: &'static str, access: Access) -> Rule {
-        Rule {
-            method: None,
-            pattern,
-            below: false,
-            access,
-            metered: false,
-        }
-    }
-
-    /// [`Rule::tree`] that the rate limit never counts.
-    pub const fn unmetered_tree(pattern: &'static str, access: Access) -> Rule {
-        Rule {
-            method: None,
-            pattern,
-            below: true,
-            access,
-            metered: false,
-        }
-    }
-
-    /// The values of the pattern's `{parameters}` when `path` is covered (method aside).
-    fn covers<'p>(&self, path: &'p str) -> Option<Vec<&'p str>> {
-        let path = match self.access {
-            Access::Public => path,
-            _ if path.len() > 1 => path.trim_end_matches('/'),
-            _ => path,
-        };
-        let mut wanted = self.pattern.split('/');
-        let mut given = path.split('/');
-        let mut values = Vec::new();
-        loop {
-            match (wanted.next(), given.next()) {
-                (None, None) => return Some(values),
-                (None, Some(_)) if self.below && self.pattern != "/" => return Some(values),
-                (Some(w), Some(g)) if w.starts_with('{') && w.ends_with('}') => values.push(g),
-                (Some(w), Some(g)) if w == g => {}
-                _ => return None,
-            }
-        }
-    }
-
-    fn serves(&self, method: &Method) -> bool {
-        self.method.as_ref().is_none_or(|m| m == method)
+impl AccessKind for Access {
+    fn is_public(self) -> bool {
+        self == Access::Public
     }
 }
 
+/// A route's rule (declared in its module's `ACCESS`; the matching is the edge's).
+pub type Rule = access_rules::Rule<Access>;
 /// Every route module's rules, in app.rs's order.
-#[derive(Debug, Clone, Default)]
-pub struct Rules(Vec<Rule>);
+pub type Rules = access_rules::Rules<Access>;
 
-/// What a request needs, decided by [`Rules::access`].
+/// What a request needs, decided by [`needs`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Needs {
     pub access: Access,
@@ -165,54 +75,18 @@ pub struct Needs {
     pub user_id: i64,
 }
 
-impl Rules {
-    pub fn new<'a>(lists: impl IntoIterator<Item = &'a [Rule]>) -> Rules {
-        Rules(lists.into_iter().flatten().cloned().collect())
-    }
-
-    /// The rule declared for `method` on `path`, if any.
-    pub fn declared(&self, method: &Method, path: &str) -> Option<Needs> {
-        self.0.iter().filter(|r| r.serves(method)).find_map(|rule| {
-            let values = rule.covers(path)?;
-            let user_id = match rule.access {
-                Access::ManageTokens => values.first().map_or(0, |v| tokens::parse_path_id(v)),
-                _ => 0,
-            };
-            Some(Needs {
-                access: rule.access,
-                user_id,
-            })
-        })
-    }
-
-    /// Whether the rate limit counts `path`: everything but what an unmetered rule covers.
-    pub fn metered(&self, path: &str) -> bool {
-        !self
-            .0
-            .iter()
-            .any(|rule| !rule.metered && rule.covers(path).is_some())
-    }
-
-    /// What `method` on `path` needs in tokens mode; what no rule covers needs a bearer token.
-    pub fn access(&self, method: &Method, path: &str) -> Access {
-        self.needs(method, path).access
-    }
-
-    fn needs(&self, method: &Method, path: &str) -> Needs {
-        self.declared(method, path).unwrap_or(Needs {
+/// What `method` on `path` needs in tokens mode; what no rule covers needs a bearer token.
+pub fn needs(rules: &Rules, method: &Method, path: &str) -> Needs {
+    match rules.declared(method, path) {
+        Some((Access::ManageTokens, values)) => Needs {
+            access: Access::ManageTokens,
+            user_id: values.first().map_or(0, |v| tokens::parse_path_id(v)),
+        },
+        Some((access, _)) => Needs { access, user_id: 0 },
+        None => Needs {
             access: Access::Bearer,
             user_id: 0,
-        })
-    }
-
-    /// A method no route serves on a path a rule opens for another method (`TRACE
-    /// /webhook`): the router's 405 with `Allow` is the honest answer, and it opens nothing.
-    fn opened_for_another_method(&self, req: &ServiceRequest) -> bool {
-        let path = req.path();
-        self.0.iter().any(|rule| {
-            rule.method.is_some() && rule.access == Access::Public && rule.covers(path).is_some()
-        }) && http_edge::Edge::of(req.request())
-            .is_ok_and(|edge| !edge.routes.serves(path, req.method()))
+        },
     }
 }
 
@@ -248,7 +122,7 @@ pub async fn guard(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let guard = http_edge::registered::<Guard>(req.request())?.clone();
-    let needs = match guard.rules.needs(req.method(), req.path()) {
+    let needs = match needs(&guard.rules, req.method(), req.path()) {
         n if n.access == Access::Bearer && guard.rules.opened_for_another_method(&req) => Needs {
             access: Access::Public,
             ..n
@@ -335,11 +209,11 @@ mod tests {
     use super::*;
 
     fn access(method: &Method, path: &str) -> Access {
-        crate::routes::rules().access(method, path)
+        needs(method, path).access
     }
 
     fn needs(method: &Method, path: &str) -> Needs {
-        crate::routes::rules().needs(method, path)
+        super::needs(&crate::routes::rules(), method, path)
     }
 
     #[test]
@@ -438,7 +312,7 @@ mod tests {
         assert!(operations > 40, "{operations} operations read");
         for path in ["/openapi.json", "/docs", "/docs/index.html"] {
             assert_eq!(
-                rules.declared(&Method::GET, path).map(|n| n.access),
+                rules.declared(&Method::GET, path).map(|(access, _)| access),
                 Some(Access::Public)
             );
         }

@@ -94,7 +94,7 @@ pub(super) fn security(doc: &mut Value, mode: ApiAuth) {
             })
         });
         let needs = match mode {
-            ApiAuth::Tokens => rules.access(&method, &example_path(path)),
+            ApiAuth::Tokens => crate::auth::needs(&rules, &method, &example_path(path)).access,
             ApiAuth::Off => Access::Public,
         };
         let security = match (needs, own) {

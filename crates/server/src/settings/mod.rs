@@ -8,6 +8,7 @@ mod read;
 
 use http_edge::middleware::access_log::LogFormat;
 use http_edge::middleware::client::TrustedProxies;
+use trace_context::export::OtlpConfig;
 
 pub use config_vars::{ConfigError, Secret};
 
@@ -117,6 +118,10 @@ pub struct Settings {
     /// `METRICS` (true): whether requests are counted and timed for `/metrics` (false leaves
     /// the pool, storage and process metrics; the bench measures what recording costs).
     pub metrics: bool,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` (unset: no export): each request's span is sent to this
+    /// OpenTelemetry collector (`http://collector:4318`; spans go to `/v1/traces`), encoded as
+    /// `OTEL_EXPORTER_OTLP_PROTOCOL` says (`http/protobuf`, the default, or `http/json`).
+    pub otlp: Option<OtlpConfig>,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/service.db";
@@ -165,6 +170,7 @@ impl Default for Settings {
             drain: Duration::ZERO,
             log_format: LogFormat::Text,
             metrics: true,
+            otlp: None,
         }
     }
 }

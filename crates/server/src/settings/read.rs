@@ -7,6 +7,7 @@ use config_vars::{Vars, refuse};
 
 use http_edge::middleware::access_log::LogFormat;
 use http_edge::middleware::client::TrustedProxies;
+use trace_context::export::{Encoding, OtlpConfig};
 
 use super::ApiAuth;
 use super::{
@@ -24,6 +25,7 @@ impl Settings {
         let database_url = v.get("DATABASE_URL").unwrap_or(d.database_url);
         parse_database(&database_url)?;
         let t = d.db_timeouts;
+        let service_name = v.get("SERVICE_NAME").unwrap_or(d.service_name);
         Ok(Settings {
             database_url,
             db_timeouts: storage::Timeouts {
@@ -57,7 +59,7 @@ impl Settings {
             bind: v
                 .parse("BIND", |s| s.parse().map_err(|_| "expected host:port"))?
                 .unwrap_or(d.bind),
-            service_name: v.get("SERVICE_NAME").unwrap_or(d.service_name),
+            service_name: service_name.clone(),
             api_keys: v.parse("API_KEYS", api_keys)?.unwrap_or_default(),
             api_key_header: v
                 .parse("API_KEY_HEADER", header_name)?
@@ -129,8 +131,37 @@ impl Settings {
                 })?
                 .unwrap_or_default(),
             metrics: v.flag("METRICS")?.unwrap_or(true),
+            otlp: otlp(&v, service_name)?,
         })
     }
+}
+
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` and `OTEL_EXPORTER_OTLP_PROTOCOL` (the OpenTelemetry
+/// names, so a deployment's usual variables work); no endpoint, no export.
+fn otlp<F: Fn(&str) -> Option<String>>(
+    v: &Vars<F>,
+    service_name: String,
+) -> Result<Option<OtlpConfig>, ConfigError> {
+    let encoding = v
+        .parse("OTEL_EXPORTER_OTLP_PROTOCOL", |s| {
+            Encoding::parse(s).ok_or("expected http/protobuf or http/json")
+        })?
+        .unwrap_or(Encoding::Protobuf);
+    let Some(endpoint) = v.get("OTEL_EXPORTER_OTLP_ENDPOINT") else {
+        return Ok(None);
+    };
+    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+        return Err(refuse(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "expected the collector's http:// or https:// base URL (http://collector:4318)",
+        ));
+    }
+    Ok(Some(OtlpConfig {
+        endpoint,
+        encoding,
+        service_name,
+        timeout: Duration::from_secs(5),
+    }))
 }
 
 /// `TRUSTED_PROXIES`, or `TRUST_FORWARDED_FOR=true` meaning 1; the count, when given, wins.

@@ -125,6 +125,13 @@ pub struct AmountPayload {
     pub amount_cents: i64,
 }
 
+/// An account closure's payload: any object, stored as sent (absent means `{}`).
+// A named schema, not an inline object: openapi-python-client drops a `oneOf` case whose
+// member is an inline object (scripts/generated-clients.sh checks it).
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct ClosePayload(pub Map<String, Value>);
+
 /// An event to append, by `event_type`. A withdrawal above the balance is 422
 /// `insufficient-funds`; any append to a closed account is 409 `account-closed`; an
 /// `expected_sequence` (optimistic concurrency: the sequence the client last saw) other than the
@@ -144,8 +151,7 @@ pub enum AppendEventBody {
         expected_sequence: Option<i64>,
     },
     AccountClosed {
-        /// Any object (absent means `{}`).
-        payload: Option<Map<String, Value>>,
+        payload: Option<ClosePayload>,
         #[schemars(range(min = 0))]
         expected_sequence: Option<i64>,
     },

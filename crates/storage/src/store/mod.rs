@@ -12,17 +12,18 @@
 //! - the SQLite files are checked before and after each write ([`crate::files`]);
 //! - the last write fault is remembered for a while, for `/health`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use diesel::RunQueryDsl;
-use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::r2d2::R2D2Connection;
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 
 use crate::fault::{Failure, Fault, StoreError};
 use crate::fault_log::FaultLog;
+
+mod transaction;
 use crate::files::Files;
 use crate::{Backend, Database, DbConnection, Pool, PooledConn, StorageError};
 
@@ -290,115 +291,6 @@ impl Store {
         result
     }
 
-    /// This process's SQLite write lock (nothing on PostgreSQL), within the lock timeout.
-    pub fn lock_for_write(&self) -> Result<Option<MutexGuard<'_, ()>>, StoreError> {
-        match &self.shared.write_lock {
-            None => Ok(None),
-            Some(lock) => lock
-                .try_lock_for(self.shared.database.timeouts.lock)
-                .map(Some)
-                .ok_or_else(|| {
-                    StoreError::new(
-                        Fault::Busy,
-                        "the SQLite write lock stayed taken past the lock timeout",
-                    )
-                }),
-        }
-    }
-
-    /// Checks the files, then begins a write transaction (`BEGIN IMMEDIATE` on SQLite) on
-    /// `held` or on a connection from the pool. A `BEGIN` that fails for a reason that
-    /// condemns the connection is tried once more on a fresh one.
-    pub fn begin(&self, held: Option<PooledConn>) -> Result<PooledConn, StoreError> {
-        self.files_intact().inspect_err(|e| self.note(Err(e)))?;
-        if let Some(damage) = self.damage().filter(|d| d.refuses_writes) {
-            return Err(StoreError::new(Fault::Damaged, damage.detail));
-        }
-        let mut conn = match held {
-            Some(c) => c,
-            None => self.checkout()?,
-        };
-        if self.shared.catch_up.swap(false, Ordering::Relaxed) {
-            // Holding the write lock, no frame can arrive while the tail is copied, so this
-            // writer begins on a fully copied WAL and SQLite rewinds it. A failed pass only
-            // leaves the WAL as it was.
-            let _ = crate::checkpoint::pass(&mut conn);
-        }
-        match begin_write(&mut conn) {
-            Ok(()) => Ok(conn),
-            Err(first) => {
-                let fault = Fault::of(&first);
-                if fault.is_some_and(Fault::discards_connection) {
-                    conn.discard();
-                }
-                // Only a dead connection is worth a second try: a busy database has already
-                // been waited for (busy_timeout / lock_timeout).
-                if fault != Some(Fault::Unavailable) {
-                    let err = StoreError::from_diesel(&first);
-                    self.note(Err(&err));
-                    return Err(err);
-                }
-                drop(conn);
-                let mut fresh = self.live_checkout()?;
-                begin_write(&mut fresh).map_err(|e| {
-                    if Fault::of(&e).is_some_and(Fault::discards_connection) {
-                        fresh.discard();
-                    }
-                    let err = StoreError::from_diesel(&e);
-                    self.note(Err(&err));
-                    err
-                })?;
-                Ok(fresh)
-            }
-        }
-    }
-
-    /// Commits (when `out` is a success) or rolls back (when it is not) the transaction begun
-    /// by [`Store::begin`]. A failed `COMMIT`, or files replaced while it ran, turn a success
-    /// into a storage failure: nothing may be acknowledged that is not stored where it will
-    /// be read.
-    pub fn finish<T, E>(&self, conn: &mut PooledConn, out: Result<T, E>) -> Result<T, Failure<E>>
-    where
-        E: std::error::Error + 'static,
-    {
-        match out {
-            Ok(value) => {
-                if let Err(e) = commit(conn) {
-                    if Fault::of(&e).is_none_or(Fault::discards_connection) || conn.is_broken() {
-                        conn.discard();
-                    }
-                    let err = self.explain(&e);
-                    self.note(Err(&err));
-                    return Err(Failure::Store(err));
-                }
-                self.files_intact().inspect_err(|_| conn.discard())?;
-                Ok(value)
-            }
-            Err(e) => {
-                if rollback(conn).is_err() || conn.is_broken() {
-                    conn.discard();
-                }
-                if Fault::find(&e).is_some_and(Fault::discards_connection) {
-                    conn.discard();
-                }
-                Err(Failure::Op(e))
-            }
-        }
-    }
-
-    /// A failed `COMMIT` as a [`StoreError`]. When SQLite has already rolled the transaction
-    /// back (a full disk mid-transaction), the commit reports only "no transaction is active";
-    /// the state of the files then tells what happened.
-    fn explain(&self, err: &diesel::result::Error) -> StoreError {
-        if Fault::of(err).is_none()
-            && let Some(files) = self.files()
-            && let Err(state) = files.writable()
-        {
-            return StoreError::new(state.fault, format!("{err} ({})", state.detail));
-        }
-        StoreError::from_diesel(err)
-    }
-
     /// Records damage met by a statement (a malformed page, a value that does not decode).
     fn damaged_by(&self, err: &(dyn std::error::Error + 'static)) {
         let chain: Vec<String> = crate::fault::sources(err).map(|e| e.to_string()).collect();
@@ -464,27 +356,10 @@ impl<E: std::error::Error + 'static> Failure<E> {
     }
 }
 
-/// `BEGIN IMMEDIATE` on SQLite (the write lock is taken now, not at the first write, so a
-/// transaction never fails half-way to upgrade a stale snapshot), `BEGIN` on PostgreSQL.
-fn begin_write(conn: &mut DbConnection) -> diesel::QueryResult<()> {
-    match conn {
-        DbConnection::Sqlite(c) => {
-            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE")
-        }
-        DbConnection::Postgresql(c) => AnsiTransactionManager::begin_transaction(c),
-    }
-}
-
-fn commit(conn: &mut DbConnection) -> diesel::QueryResult<()> {
-    crate::with_backend!(conn, |c| AnsiTransactionManager::commit_transaction(c))
-}
-
-fn rollback(conn: &mut DbConnection) -> diesel::QueryResult<()> {
-    crate::with_backend!(conn, |c| AnsiTransactionManager::rollback_transaction(c))
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
+
     use super::*;
 
     /// Frames in the WAL, and of those copied into the database file.
