@@ -21,6 +21,7 @@ mod migrations;
 mod notes;
 mod openapi;
 mod ownership;
+mod replicas;
 mod request_limits;
 mod storage_faults;
 mod tags;

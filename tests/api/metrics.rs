@@ -12,7 +12,7 @@ backend_tests!(
     in_tokens_mode_the_metrics_need_the_operator_key,
 );
 
-async fn metrics(app: &TestApp, key: Option<&str>) -> (StatusCode, String, String) {
+pub async fn metrics(app: &TestApp, key: Option<&str>) -> (StatusCode, String, String) {
     let mut req = app.request(Method::GET, "/metrics");
     if let Some(key) = key {
         req = req.header("X-API-Key", key);
@@ -28,7 +28,7 @@ async fn metrics(app: &TestApp, key: Option<&str>) -> (StatusCode, String, Strin
 }
 
 /// The value of the series `name` whose labels include `labels` (and the service's), or 0.
-fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+pub fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
     let wanted: Vec<String> = labels
         .iter()
         .chain(&[("service", "notes-service")])

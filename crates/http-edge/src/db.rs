@@ -16,6 +16,7 @@ use actix_web::http::Method;
 use actix_web::web::{self, Data};
 use actix_web::{FromRequest, HttpRequest};
 use ownership::Actor;
+use storage::replicas::{Lsn, Replicas};
 use storage::{Backend, DbConnection, Failure, Store, StoreError, WriteQueue};
 
 use crate::error::ApiError;
@@ -32,7 +33,15 @@ pub struct Db {
     /// What a write of this request records in the audit trail; `None` for reads and for the
     /// app-level handle.
     action: Option<Arc<audit::Action>>,
+    /// PostgreSQL standbys for reads (`DATABASE_REPLICA_URLS`).
+    replicas: Option<Arc<Replicas>>,
+    /// The request's `Consistency-Token`: the primary's WAL position a standby must have
+    /// replayed before it serves this request's reads.
+    token: Option<Lsn>,
 }
+
+/// The header that carries a write's WAL position out, and back in on a later read.
+pub const CONSISTENCY_TOKEN: &str = "consistency-token";
 
 /// Where a write's audit row says it wrote.
 pub enum Wrote {
@@ -53,7 +62,31 @@ impl Db {
             queue,
             actor: Actor::Unidentified,
             action: None,
+            replicas: None,
+            token: None,
         }
+    }
+
+    /// Serves reads from `replicas` too (see `storage::replicas`).
+    pub fn with_replicas(self, replicas: Replicas) -> Self {
+        Db {
+            replicas: (!replicas.is_empty()).then(|| Arc::new(replicas)),
+            ..self
+        }
+    }
+
+    /// Whether standbys serve reads, so writes answer a `Consistency-Token`.
+    pub fn has_replicas(&self) -> bool {
+        self.replicas.is_some()
+    }
+
+    /// The primary's WAL position now, within the answer deadline (`None` on SQLite).
+    pub async fn wal_position(&self) -> Result<Option<Lsn>, ApiError> {
+        let store = self.store.clone();
+        self.within(web::block(move || store.wal_position()))
+            .await?
+            .map_err(ApiError::internal)?
+            .map_err(ApiError::from_store)
     }
 
     /// Who the request acts for.
@@ -84,8 +117,12 @@ impl Db {
         ApiError: From<E>,
     {
         let store = self.store.clone();
+        let (replicas, token) = (self.replicas.clone(), self.token);
         let outcome = self
-            .within(web::block(move || store.read(f)))
+            .within(web::block(move || match replicas {
+                Some(replicas) => replicas.read(&store, token, f).0,
+                None => store.read(f),
+            }))
             .await?
             .map_err(ApiError::internal)?;
         outcome.map_err(into_api_error)
@@ -185,9 +222,16 @@ impl FromRequest for Db {
                 path: req.path().to_owned(),
             })
         });
+        let token = db
+            .replicas
+            .as_ref()
+            .and_then(|_| req.headers().get(CONSISTENCY_TOKEN))
+            .and_then(|v| v.to_str().ok())
+            .and_then(Lsn::parse);
         ready(Ok(Db {
             actor,
             action,
+            token,
             ..db.clone()
         }))
     }

@@ -24,7 +24,7 @@ use http_edge::Edge;
 use http_edge::db::Db;
 use http_edge::middleware::limits::{self, Limits};
 use http_edge::middleware::problems::{self, ProblemBase};
-use http_edge::middleware::{access_log, head, headers, path, rate_limit, spans};
+use http_edge::middleware::{access_log, consistency, head, headers, path, rate_limit, spans};
 use http_edge::serve::Serving;
 
 pub struct Application {
@@ -85,11 +85,23 @@ impl Application {
     /// Like [`Application::build`] with a database handle made by the caller (used to start
     /// against an unreachable database in the health tests).
     pub async fn serve(settings: Settings, db: Db) -> anyhow::Result<Application> {
+        let db = match settings.replica_pools()? {
+            Some(standbys) => {
+                log::info!(
+                    "standbys: {} serve reads ({:?})",
+                    standbys.len(),
+                    settings.replica_reads
+                );
+                db.with_replicas(standbys)
+            }
+            None => db,
+        };
         let listener = TcpListener::bind(settings.bind)
             .with_context(|| format!("BIND: cannot listen on {}", settings.bind))?;
         let port = listener.local_addr()?.port();
         let doc = Arc::new(openapi::generate_for(settings.api_auth).await);
         let db_backend = db.backend();
+        let db_has_replicas = db.has_replicas();
         let store = db.store().clone();
         let draining = Arc::new(AtomicBool::new(false));
         let v1_usage = versioned_notes::UsageRecorder::new(store.clone());
@@ -159,6 +171,7 @@ impl Application {
             cors_origins: settings.cors_origins.clone(),
             record_metrics: settings.metrics,
             export_spans: spans.is_some(),
+            replicas: db_has_replicas,
             doc,
         };
         let serving = Serving::new(
@@ -242,6 +255,8 @@ struct AppParts {
     record_metrics: bool,
     /// `OTEL_EXPORTER_OTLP_ENDPOINT` is set: each request's span goes to the collector.
     export_spans: bool,
+    /// `DATABASE_REPLICA_URLS` is set: writes answer a `Consistency-Token`.
+    replicas: bool,
     doc: Arc<Value>,
 }
 
@@ -269,6 +284,7 @@ impl AppParts {
         app.configure(routes::configure)
             .default_service(web::to(problems::no_route))
             .wrap(from_fn(head::as_get))
+            .wrap(Condition::new(self.replicas, from_fn(consistency::stamp)))
             .wrap(from_fn(deprecation::count))
             .wrap(from_fn(auth::guard))
             .wrap(from_fn(rate_limit::limit))

@@ -30,7 +30,12 @@ enum Command {
         out: String,
     },
     /// Replay every account and report any projection that differs (exit 1 if one does)
-    LedgerCheck,
+    LedgerCheck {
+        /// Read from the first standby of DATABASE_REPLICA_URLS instead of the primary (no
+        /// migrations; the check sees what that standby has replayed)
+        #[arg(long)]
+        standby: bool,
+    },
     /// Insert demo rows in bulk (batched multi-row inserts, a commit every 50 statements); each
     /// run adds to what the tables hold
     Seed(SeedArgs),
@@ -143,8 +148,11 @@ async fn run() -> anyhow::Result<()> {
                 std::fs::write(&path, text).with_context(|| format!("cannot write {out}"))?;
             }
         }
-        Command::LedgerCheck => {
-            let store = tool_store().await?;
+        Command::LedgerCheck { standby } => {
+            let store = match standby {
+                true => standby_store()?,
+                false => tool_store().await?,
+            };
             if !actix_web::web::block(move || operator_commands::ledger_check(&store)).await?? {
                 std::process::exit(1);
             }
@@ -172,6 +180,19 @@ async fn run() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The first standby of `DATABASE_REPLICA_URLS`, for a read-only command.
+fn standby_store() -> anyhow::Result<storage::Store> {
+    let settings = init_tool()?;
+    let standby = settings
+        .replicas
+        .first()
+        .context("--standby reads the first of DATABASE_REPLICA_URLS, and none is set")?;
+    Ok(storage::Store::lazy(
+        standby.clone().with_timeouts(settings.db_timeouts),
+        1,
+    )?)
 }
 
 /// The migrated store of `DATABASE_URL`, for a one-shot command.

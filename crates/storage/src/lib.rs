@@ -10,6 +10,7 @@ pub mod files;
 pub mod group_commit;
 mod migrations;
 pub mod observe;
+pub mod replicas;
 pub mod seed;
 mod store;
 #[cfg(feature = "testing")]

@@ -19,6 +19,9 @@ pub trait Observer: Send + Sync {
     fn checkout(&self, _waited: Duration, _ok: bool) {}
     /// A statement or transaction met `fault`.
     fn fault(&self, _fault: Fault) {}
+    /// A read that standbys could have served was served `by` one or by the primary
+    /// (only with standbys configured).
+    fn read_served(&self, _by: crate::replicas::ServedBy) {}
 }
 
 /// The observer of a store that has none.

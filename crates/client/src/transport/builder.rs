@@ -252,6 +252,7 @@ impl ClientBuilder {
                 headers,
                 retry: self.retry,
                 expected_service: self.expected_service,
+                consistency: std::sync::Mutex::new(None),
             }),
         })
     }

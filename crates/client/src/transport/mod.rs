@@ -40,6 +40,25 @@ struct Inner {
     headers: HeaderMap,
     retry: RetryPolicy,
     expected_service: Option<String>,
+    /// The furthest `Consistency-Token` any answer of this client has carried, sent with every
+    /// request so that a standby serves a read only once it has this client's writes.
+    consistency: std::sync::Mutex<Option<(u64, HeaderValue)>>,
+}
+
+const CONSISTENCY_TOKEN: &str = "consistency-token";
+
+/// A token's WAL position (`16/B374D848`), to keep the furthest of several.
+fn wal_position(token: &HeaderValue) -> Option<u64> {
+    let (high, low) = token.to_str().ok()?.split_once('/')?;
+    let high = u64::from_str_radix(high, 16)
+        .ok()
+        .filter(|h| *h <= 0xFFFF_FFFF)?;
+    Some(
+        (high << 32)
+            | u64::from_str_radix(low, 16)
+                .ok()
+                .filter(|l| *l <= 0xFFFF_FFFF)?,
+    )
 }
 
 impl fmt::Debug for Client {
@@ -200,6 +219,23 @@ impl Client {
         }
     }
 
+    /// The session's consistency token (a poisoned lock only means a panic elsewhere while it
+    /// was held; the value is still a token).
+    fn consistency(&self) -> std::sync::MutexGuard<'_, Option<(u64, HeaderValue)>> {
+        self.inner
+            .consistency
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The `Consistency-Token` this client sends: the furthest write position any answer named
+    /// (`None` until a write answered one, i.e. while no standby serves reads).
+    pub fn consistency_token(&self) -> Option<String> {
+        self.consistency()
+            .as_ref()
+            .and_then(|(_, t)| t.to_str().ok().map(str::to_owned))
+    }
+
     async fn send_once(&self, call: &Call) -> Result<Reply, Failure> {
         let url = format!("{}{}", self.inner.base, call.path);
         let mut req = self
@@ -209,6 +245,9 @@ impl Client {
             .headers(self.inner.headers.clone())
             .headers(call.headers.clone())
             .header(header::ACCEPT, "application/json, application/problem+json");
+        if let Some((_, token)) = self.consistency().clone() {
+            req = req.header(CONSISTENCY_TOKEN, token);
+        }
         if !call.query.is_empty() {
             req = req.query(&call.query);
         }
@@ -220,6 +259,17 @@ impl Client {
         let mut res = req.send().await.map_err(Failure::Send)?;
         let status = res.status();
         let headers = std::mem::take(res.headers_mut());
+        if let Some(token) = headers.get(CONSISTENCY_TOKEN)
+            && let Some(position) = wal_position(token)
+        {
+            let mut kept = self.consistency();
+            if kept
+                .as_ref()
+                .is_none_or(|(furthest, _)| position > *furthest)
+            {
+                *kept = Some((position, token.clone()));
+            }
+        }
         let mut body = Vec::new();
         loop {
             match res.chunk().await {

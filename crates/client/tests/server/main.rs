@@ -53,6 +53,7 @@ mod harness {
 
 mod accounts;
 mod articles;
+mod consistency;
 mod meta;
 mod notes;
 mod safe_writes;
@@ -67,6 +68,7 @@ const SERVICE: &str = "client-test-service";
 
 struct Running {
     base: String,
+    backend: Backend,
     handle: actix_web::dev::ServerHandle,
     _db: TestDatabase,
 }
@@ -99,6 +101,7 @@ async fn start(backend: Backend, adjust: fn(&mut Settings)) -> Option<Running> {
     tokio::spawn(app.run_until_stopped());
     Some(Running {
         base,
+        backend,
         handle,
         _db: db,
     })

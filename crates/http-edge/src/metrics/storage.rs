@@ -24,6 +24,7 @@ pub(super) struct StorageMetrics {
     faults: IntCounterVec,
     wal_frames: IntGaugeVec,
     wal_bytes: IntGauge,
+    reads: IntCounterVec,
 }
 
 impl StorageMetrics {
@@ -74,6 +75,15 @@ impl StorageMetrics {
                 &["state"],
             )?,
             wal_bytes: IntGauge::new("sqlite_wal_bytes", "Size of the SQLite WAL file.")?,
+            reads: IntCounterVec::new(
+                Opts::new(
+                    "db_reads_total",
+                    "Reads that standbys could serve (DATABASE_REPLICA_URLS set), by where they \
+                     were served: standby, or primary (no token under REPLICA_READS=token, no \
+                     standby caught up within REPLICA_WAIT_MS, or a standby unreachable).",
+                ),
+                &["served_by"],
+            )?,
         };
         registry.register(Box::new(m.batch.clone()))?;
         registry.register(Box::new(m.queued.clone()))?;
@@ -82,6 +92,7 @@ impl StorageMetrics {
         registry.register(Box::new(m.faults.clone()))?;
         registry.register(Box::new(m.wal_frames.clone()))?;
         registry.register(Box::new(m.wal_bytes.clone()))?;
+        registry.register(Box::new(m.reads.clone()))?;
         // Every class present from the start, so that a rate over it is never "no data".
         for fault in Fault::ALL {
             m.faults.with_label_values(&[fault.as_str()]);
@@ -105,6 +116,14 @@ impl StorageMetrics {
 }
 
 impl Observer for StorageMetrics {
+    fn read_served(&self, by: storage::replicas::ServedBy) {
+        let by = match by {
+            storage::replicas::ServedBy::Standby => "standby",
+            storage::replicas::ServedBy::Primary => "primary",
+        };
+        self.reads.with_label_values(&[by]).inc();
+    }
+
     fn batch(&self, writer: &'static str, jobs: usize) {
         self.batch.with_label_values(&[writer]).observe(jobs as f64);
     }

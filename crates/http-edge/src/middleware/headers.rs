@@ -116,6 +116,7 @@ pub fn cors(origins: &[String]) -> actix_cors::Cors {
             "deprecation",
             "sunset",
             "link",
+            "consistency-token",
         ])
         .max_age(600)
 }

@@ -5,6 +5,7 @@
 
 pub mod access_log;
 pub mod client;
+pub mod consistency;
 pub mod head;
 pub mod headers;
 pub mod limits;

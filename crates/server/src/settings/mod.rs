@@ -122,6 +122,14 @@ pub struct Settings {
     /// OpenTelemetry collector (`http://collector:4318`; spans go to `/v1/traces`), encoded as
     /// `OTEL_EXPORTER_OTLP_PROTOCOL` says (`http/protobuf`, the default, or `http/json`).
     pub otlp: Option<OtlpConfig>,
+    /// `DATABASE_REPLICA_URLS` (none): PostgreSQL standbys (comma-separated URLs) that serve
+    /// reads a `Consistency-Token` allows, or every read with `REPLICA_READS=eventual`.
+    pub replicas: Vec<storage::Database>,
+    /// `REPLICA_WAIT_MS` (50): the most a read with a token waits for a standby to catch up
+    /// before the primary serves it.
+    pub replica_wait: Duration,
+    /// `REPLICA_READS`: `token` (default: only reads with a `Consistency-Token`) or `eventual`.
+    pub replica_reads: storage::replicas::ReadPolicy,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/service.db";
@@ -171,6 +179,9 @@ impl Default for Settings {
             log_format: LogFormat::Text,
             metrics: true,
             otlp: None,
+            replicas: Vec::new(),
+            replica_wait: Duration::from_millis(50),
+            replica_reads: storage::replicas::ReadPolicy::WithToken,
         }
     }
 }
@@ -184,6 +195,23 @@ impl Settings {
             .with_max_pages(self.sqlite_max_pages)
             .with_accept_wal_loss(self.sqlite_accept_wal_loss)
             .with_quick_check_every(self.sqlite_quick_check))
+    }
+
+    /// The standbys' pools (the primary's timeouts), when `DATABASE_REPLICA_URLS` names any.
+    pub fn replica_pools(
+        &self,
+    ) -> Result<Option<storage::replicas::Replicas>, storage::StorageError> {
+        if self.replicas.is_empty() {
+            return Ok(None);
+        }
+        let standbys = self
+            .replicas
+            .iter()
+            .map(|db| db.clone().with_timeouts(self.db_timeouts))
+            .collect();
+        let pool_size = storage::Backend::Postgres.pool_size();
+        storage::replicas::Replicas::new(standbys, pool_size, self.replica_wait, self.replica_reads)
+            .map(Some)
     }
 
     /// Reads the process environment (after loading `.env` if present).

@@ -7,6 +7,7 @@ use config_vars::{Vars, refuse};
 
 use http_edge::middleware::access_log::LogFormat;
 use http_edge::middleware::client::TrustedProxies;
+use storage::replicas::ReadPolicy;
 use trace_context::export::{Encoding, OtlpConfig};
 
 use super::ApiAuth;
@@ -26,6 +27,7 @@ impl Settings {
         parse_database(&database_url)?;
         let t = d.db_timeouts;
         let service_name = v.get("SERVICE_NAME").unwrap_or(d.service_name);
+        let standbys = replicas(&v, &database_url)?;
         Ok(Settings {
             database_url,
             db_timeouts: storage::Timeouts {
@@ -132,8 +134,44 @@ impl Settings {
                 .unwrap_or_default(),
             metrics: v.flag("METRICS")?.unwrap_or(true),
             otlp: otlp(&v, service_name)?,
+            replicas: standbys,
+            replica_wait: v.millis("REPLICA_WAIT_MS", d.replica_wait)?,
+            replica_reads: v
+                .parse("REPLICA_READS", |s| match s {
+                    "token" => Ok(ReadPolicy::WithToken),
+                    "eventual" => Ok(ReadPolicy::Eventual),
+                    _ => Err("expected token or eventual"),
+                })?
+                .unwrap_or_default(),
         })
     }
+}
+
+/// `DATABASE_REPLICA_URLS`: PostgreSQL URLs only, beside a PostgreSQL `DATABASE_URL`.
+fn replicas<F: Fn(&str) -> Option<String>>(
+    v: &Vars<F>,
+    database_url: &str,
+) -> Result<Vec<storage::Database>, ConfigError> {
+    const VARIABLE: &str = "DATABASE_REPLICA_URLS";
+    let Some(list) = v.get(VARIABLE) else {
+        return Ok(Vec::new());
+    };
+    let postgres = |url: &str| {
+        storage::Database::parse(url)
+            .ok()
+            .filter(|db| db.backend() == storage::Backend::Postgres)
+    };
+    if postgres(database_url).is_none() {
+        return Err(refuse(VARIABLE, "standbys need a PostgreSQL DATABASE_URL"));
+    }
+    list.split(',')
+        .map(str::trim)
+        .filter(|url| !url.is_empty())
+        .map(|url| {
+            postgres(url)
+                .ok_or_else(|| refuse(VARIABLE, "expected postgres:// URLs, comma-separated"))
+        })
+        .collect()
 }
 
 /// `OTEL_EXPORTER_OTLP_ENDPOINT` and `OTEL_EXPORTER_OTLP_PROTOCOL` (the OpenTelemetry
