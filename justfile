@@ -41,6 +41,10 @@ fuzz-api:
 generated-clients:
     bash scripts/generated-clients.sh
 
+# A real streaming standby: Consistency-Token reads under load, replay delay, a stopped standby, eventual reads, a switchover.
+replica-test *ARGS:
+    bash scripts/replica-test.sh {{ARGS}}
+
 # Load test (installs wrk first) and write docs/PERFORMANCE.md.
 bench:
     bash scripts/bench.sh

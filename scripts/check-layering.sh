@@ -25,7 +25,7 @@ for dir in crates/*/; do
 done
 
 # The edge's own crates: the leaves it may build on.
-edge_may_use="problem-details pagination storage idempotency ownership audit trace-context"
+edge_may_use="problem-details pagination storage idempotency ownership audit trace-context credentials"
 ours=$(ls crates)
 for dep in $(cargo tree -p notesvc-http-edge -e normal --depth 1 --prefix none --locked | awk 'NR > 1 {print $1}' | sed 's/^notesvc-//' | sort -u); do
   if grep -qx "$dep" <<<"$ours" && ! grep -qw "$dep" <<<"$edge_may_use"; then

@@ -292,6 +292,28 @@ async function main(): Promise<number> {
     } else if (events && JSON.stringify(events.items[3]?.payload) !== JSON.stringify({ reason: "done" })) {
       fail(`AccountClosed stored ${JSON.stringify(events.items[3]?.payload)}, sent {"reason":"done"}`, "list_events");
     }
+    // A transfer between two fresh accounts: a deposit into the first, then 700 moved.
+    const [from, to] = [`${RUN}-from`, `${RUN}-to`];
+    for (const account_id of [from, to]) {
+      expect(await user.POST("/accounts", { body: { account_id, owner: "Ann Lee" } }), 201);
+    }
+    expect(
+      await user.POST("/accounts/{id}/events", {
+        params: { path: { id: from } },
+        body: { event_type: "MoneyDeposited", payload: { amount_cents: 1000 } },
+      }),
+      201,
+    );
+    const moved = expect(
+      await user.POST("/transfers", {
+        params: { header: { "Idempotency-Key": `${RUN}-transfer` } },
+        body: { from, to, amount_cents: 700 },
+      }),
+      201,
+    );
+    if (moved && (moved.withdrawn.sequence !== 3 || moved.deposited.sequence !== 2)) {
+      fail(`transfer events ${JSON.stringify(moved)}`, "create_transfer");
+    }
     const closed = expect(await operator.GET("/accounts/{id}", { params: { path: { id } } }), 200);
     if (closed && (closed.is_open || closed.balance_cents !== 1500)) {
       fail(`after the four events expected closed with 1500, got ${JSON.stringify(closed)}`, "get_account");

@@ -335,6 +335,29 @@ def accounts(user: Any, operator: Any) -> None:
     r = call("get_account", 200, operator, id=account_id)
     if r is not None and len(appended) == 3 and (r.parsed.is_open or r.parsed.balance_cents != 1500):
         fail(f"after the four events expected closed with 1500, got {r.parsed.to_dict()}", "get_account")
+    transfer(user, OpenAccountBody, AmountPayload)
+
+
+def transfer(user: Any, OpenAccountBody: Any, AmountPayload: Any) -> None:
+    """Two fresh accounts, a deposit into the first, then 700 moved to the second."""
+    src, dst = f"{RUN}-from", f"{RUN}-to"
+    for account in (src, dst):
+        call("open_account", 201, user, body=OpenAccountBody(account_id=account, owner="Ann Lee"))
+    deposit_type, TransferBody = model("MoneyDepositedEventType"), model("TransferBody")
+    deposit = model("MoneyDeposited")
+    if None in (deposit_type, TransferBody, deposit, AmountPayload):
+        called.add("create_transfer")
+        fail("no generated model for TransferBody or a deposit", "create_transfer")
+        return
+    call("append_event", 201, user, id=src,
+         body=deposit(event_type=deposit_type.MONEYDEPOSITED, payload=AmountPayload(amount_cents=1000)))
+    body = TransferBody.from_dict({"from": src, "to": dst, "amount_cents": 700})
+    r = call("create_transfer", 201, user, body=body, idempotency_key=f"{RUN}-transfer")
+    if r is not None and (r.parsed.withdrawn.sequence != 3 or r.parsed.deposited.sequence != 2):
+        fail(f"transfer events {r.parsed.to_dict()}", "create_transfer")
+    balances = [call("get_account", 200, user, id=a) for a in (src, dst)]
+    if all(b is not None for b in balances) and [b.parsed.balance_cents for b in balances] != [300, 700]:
+        fail(f"after the transfer balances {[b.parsed.balance_cents for b in balances]}", "create_transfer")
 
 
 def closed_payload_class() -> Any:

@@ -26,5 +26,6 @@ mod request_limits;
 mod storage_faults;
 mod tags;
 mod tokens;
+mod transfers;
 mod versioned_notes;
 mod webhooks;

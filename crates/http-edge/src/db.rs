@@ -128,6 +128,25 @@ impl Db {
         outcome.map_err(into_api_error)
     }
 
+    /// [`Db::read`] on the primary whatever the standbys and the request's token: for reads
+    /// that decide who may do what (a token's validity, an authentication) or that must see a
+    /// write another request has just committed (an idempotency key's stored answer). A
+    /// standby may lag, and a revocation must hold from the next request on.
+    pub async fn read_primary<T, E, F>(&self, f: F) -> Result<T, ApiError>
+    where
+        F: FnMut(&mut DbConnection) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: std::error::Error + Send + 'static,
+        ApiError: From<E>,
+    {
+        Db {
+            replicas: None,
+            ..self.clone()
+        }
+        .read(f)
+        .await
+    }
+
     /// `call` if it answers within `Timeouts::answer`, else a 503 `Timeout` fault: the request
     /// is answered whatever the database does (a frozen or unreachable one answers nothing,
     /// and no server-side timeout ends that wait). The blocking call goes on on its own thread

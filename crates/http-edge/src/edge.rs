@@ -34,6 +34,8 @@ pub struct Edge {
     pub cacheable: Vec<String>,
     /// Where each request's span goes (`middleware::spans`); `None`: nowhere.
     pub spans: Option<trace_context::export::Exporter>,
+    /// The operator's API keys and the JWT secret (`crate::credentials`).
+    pub credentials: crate::credentials::Credentials,
 }
 
 impl Edge {

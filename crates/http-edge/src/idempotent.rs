@@ -174,7 +174,7 @@ fn made_at(answer: &Answer) -> Wrote {
 /// After a concurrent request with the same key committed first: its answer.
 async fn answer_of<T>(db: &Db, key: CallerKey) -> Result<Created<T>, ApiError> {
     let outcome = db
-        .read(move |c| idempotency::replay::<idempotency::InvalidKey>(c, &key))
+        .read_primary(move |c| idempotency::replay::<idempotency::InvalidKey>(c, &key))
         .await?;
     Ok(Created::new(outcome.answer, outcome.replayed))
 }

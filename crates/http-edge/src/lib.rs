@@ -16,6 +16,8 @@ pub mod annotate;
 pub mod answers;
 pub mod conditional;
 pub mod connection;
+pub mod created;
+pub mod credentials;
 pub mod db;
 pub mod document;
 mod edge;

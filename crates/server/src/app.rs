@@ -112,7 +112,6 @@ impl Application {
         let guard = auth::Guard {
             mode: settings.api_auth,
             rules: routes::rules(),
-            credentials: auth::Credentials::from_settings(&settings),
         };
         let keys =
             idempotency::Expiry::with_clock(settings.idempotency_ttl, settings.key_clock.clone());
@@ -162,6 +161,11 @@ impl Application {
             cacheable: vec!["/docs".to_owned()],
             metrics,
             spans: spans.clone(),
+            credentials: auth::Credentials::new(
+                settings.api_keys.iter().map(|k| k.expose()),
+                &settings.api_key_header,
+                settings.jwt_secret.as_ref().map(|s| s.expose()),
+            ),
         };
         let parts = AppParts {
             edge: Data::new(edge),

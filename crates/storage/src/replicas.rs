@@ -42,6 +42,24 @@ impl std::fmt::Display for Lsn {
     }
 }
 
+/// The standbys of `DATABASE_REPLICA_URLS` (`list`, comma-separated): PostgreSQL URLs only, beside
+/// a PostgreSQL `primary`.
+pub fn standbys(list: &str, primary: &str) -> Result<Vec<Database>, &'static str> {
+    let postgres = |url: &str| {
+        Database::parse(url)
+            .ok()
+            .filter(|db| db.backend() == crate::Backend::Postgres)
+    };
+    if postgres(primary).is_none() {
+        return Err("standbys need a PostgreSQL DATABASE_URL");
+    }
+    list.split(',')
+        .map(str::trim)
+        .filter(|url| !url.is_empty())
+        .map(|url| postgres(url).ok_or("expected postgres:// URLs, comma-separated"))
+        .collect()
+}
+
 /// Which reads may go to a standby.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReadPolicy {
@@ -69,7 +87,7 @@ pub const STANDBY_CHECKOUT: Duration = Duration::from_millis(250);
 
 struct Standby {
     store: Store,
-    /// Passed over until then: it could not be reached.
+    /// Passed over until then: it could not be reached, or is not a standby (promoted).
     down_until: parking_lot::Mutex<Option<Instant>>,
 }
 
@@ -96,6 +114,8 @@ pub struct Replicas {
 
 #[derive(diesel::QueryableByName)]
 struct Caught {
+    #[diesel(sql_type = Bool)]
+    recovering: bool,
     #[diesel(sql_type = Nullable<Bool>)]
     caught: Option<bool>,
 }
@@ -191,16 +211,26 @@ impl Replicas {
         };
         let sql = match lsn {
             Some(lsn) => format!(
-                "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() >= \
-                 '{lsn}'::pg_lsn ELSE false END AS caught"
+                "SELECT pg_is_in_recovery() AS recovering, \
+                 pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn AS caught"
             ),
-            None => "SELECT pg_is_in_recovery() AS caught".to_owned(),
+            None => "SELECT pg_is_in_recovery() AS recovering, true AS caught".to_owned(),
         };
         let until = Instant::now() + self.wait;
         loop {
             let c: &mut DbConnection = &mut conn;
             match diesel::sql_query(&sql).get_result::<Caught>(c) {
-                Ok(Caught { caught: Some(true) }) => return true,
+                // Not a standby (promoted, or misconfigured): never trusted, and passed over
+                // for a while instead of being waited for on every read.
+                Ok(Caught {
+                    recovering: false, ..
+                }) => {
+                    standby.went_down();
+                    return false;
+                }
+                Ok(Caught {
+                    caught: Some(true), ..
+                }) => return true,
                 Ok(_) if lsn.is_some() && Instant::now() < until => {
                     std::thread::sleep(Duration::from_millis(2));
                 }

@@ -55,6 +55,28 @@ pub struct OtlpConfig {
     pub timeout: Duration,
 }
 
+impl OtlpConfig {
+    /// Spans to the collector at `endpoint` (its http:// or https:// base URL), encoded as
+    /// `encoding` (protobuf when `None`), from `service_name`, each export within 5 s.
+    pub fn new(
+        endpoint: &str,
+        encoding: Option<Encoding>,
+        service_name: String,
+    ) -> Result<OtlpConfig, &'static str> {
+        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+            return Err(
+                "expected the collector's http:// or https:// base URL (http://collector:4318)",
+            );
+        }
+        Ok(OtlpConfig {
+            endpoint: endpoint.to_owned(),
+            encoding: encoding.unwrap_or(Encoding::Protobuf),
+            service_name,
+            timeout: Duration::from_secs(5),
+        })
+    }
+}
+
 /// The exporter could not be built (a malformed endpoint).
 #[derive(Debug)]
 pub struct ExportError(String);

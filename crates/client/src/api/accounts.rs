@@ -10,8 +10,8 @@ use crate::error::ClientError;
 use crate::idempotency::{Created, IdempotencyKey};
 use crate::transport::{Call, Client};
 use crate::types::{
-    Account, AccountEvent, AccountEventList, EventsRequest, NewEvent, OpenAccount, Page,
-    PageRequest,
+    Account, AccountEvent, AccountEventList, EventsRequest, NewEvent, NewTransfer, OpenAccount,
+    Page, PageRequest, Transfer,
 };
 use crate::walk::walk;
 
@@ -264,6 +264,24 @@ impl Accounts<'_> {
     ) -> Result<AccountEvent, ClientError> {
         let call = self.append_call(id, event)?.if_match(etag)?;
         Ok(self.client.create(call, None).await?.value)
+    }
+
+    /// `POST /transfers`: both events or neither, once per `key` (a random key when `None`,
+    /// so that the client's own retries cannot move the money twice).
+    ///
+    /// ```no_run
+    /// # async fn run(api: client::Client) -> Result<(), client::ClientError> {
+    /// let moved = api.accounts().transfer(&client::NewTransfer::new("a", "b", 250), None).await?;
+    /// println!("{}: #{} and #{}", moved.value.transfer_id, moved.value.withdrawn.sequence, moved.value.deposited.sequence);
+    /// # Ok(()) }
+    /// ```
+    pub async fn transfer(
+        &self,
+        transfer: &NewTransfer,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<Created<Transfer>, ClientError> {
+        let call = Call::new("create_transfer", Method::POST, "/transfers").json(transfer)?;
+        self.client.create(call, key).await
     }
 
     fn append_call(&self, id: &str, event: &NewEvent) -> Result<Call, ClientError> {

@@ -310,3 +310,33 @@ impl NewEvent {
         self
     }
 }
+
+/// A `POST /transfers` body: `amount_cents` from `from` to `to`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NewTransfer {
+    pub from: String,
+    pub to: String,
+    pub amount_cents: i64,
+}
+
+impl NewTransfer {
+    pub fn new(from: &str, to: &str, amount_cents: i64) -> Self {
+        NewTransfer {
+            from: from.to_owned(),
+            to: to.to_owned(),
+            amount_cents,
+        }
+    }
+}
+
+/// A transfer: its id and its two events (each payload names the transfer and the other
+/// account).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Transfer {
+    pub transfer_id: String,
+    pub from: String,
+    pub to: String,
+    pub amount_cents: i64,
+    pub withdrawn: AccountEvent,
+    pub deposited: AccountEvent,
+}

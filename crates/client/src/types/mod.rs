@@ -13,7 +13,7 @@ mod webhooks;
 
 pub use accounts::{
     Account, AccountEvent, AccountEventList, AggregateType, AmountPayload, EventType,
-    EventsRequest, NewEvent, OpenAccount,
+    EventsRequest, NewEvent, NewTransfer, OpenAccount, Transfer,
 };
 pub use articles::{Article, ArticleCursorPage, ArticleInput, ArticleOffsetPage, CursorRequest};
 pub use audit::{AuditEntry, AuditPage, AuditRequest};

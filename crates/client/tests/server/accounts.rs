@@ -1,10 +1,12 @@
 //! Accounts: events, balance, streams, and both kinds of optimistic concurrency.
 
-use client::{EventType, EventsRequest, NewEvent, OpenAccount, PageRequest, Slug, TryStreamExt};
+use client::{
+    EventType, EventsRequest, NewEvent, NewTransfer, OpenAccount, PageRequest, Slug, TryStreamExt,
+};
 
 use crate::{Running, connect};
 
-on_both_backends!(accounts_events_and_concurrency,);
+on_both_backends!(accounts_events_and_concurrency, transfers_move_money_once,);
 
 async fn accounts_events_and_concurrency(server: Running) {
     let api = connect(&server);
@@ -129,4 +131,45 @@ async fn accounts_events_and_concurrency(server: Running) {
     assert_eq!(ids, ["acc-0", "acc-1"]);
     assert!(!all[1].is_open);
     assert!(accounts.get("acc-9").await.unwrap_err().is(Slug::NotFound));
+}
+
+/// A transfer through the client: both events, the balances, a keyed retry answered once, and a
+/// refusal typed by its slug.
+async fn transfers_move_money_once(server: Running) {
+    let api = connect(&server);
+    let accounts = api.accounts();
+    for id in ["t-a", "t-b"] {
+        accounts.open(&OpenAccount::new(id, "Ann")).await.unwrap();
+    }
+    accounts
+        .append("t-a", &NewEvent::deposit(900))
+        .await
+        .unwrap();
+    let key = crate::key("move-300");
+    let moved = accounts
+        .transfer(&NewTransfer::new("t-a", "t-b", 300), Some(&key))
+        .await
+        .unwrap();
+    assert!(!moved.replayed);
+    assert_eq!(moved.value.withdrawn.event_type, EventType::MoneyWithdrawn);
+    assert_eq!(
+        moved.value.deposited.payload["transfer_id"],
+        moved.value.transfer_id.as_str()
+    );
+    let again = accounts
+        .transfer(&NewTransfer::new("t-a", "t-b", 300), Some(&key))
+        .await
+        .unwrap();
+    assert!(again.replayed);
+    assert_eq!(again.value, moved.value);
+    let balances = (
+        accounts.get("t-a").await.unwrap().balance_cents,
+        accounts.get("t-b").await.unwrap().balance_cents,
+    );
+    assert_eq!(balances, (600, 300));
+    let err = accounts
+        .transfer(&NewTransfer::new("t-b", "t-a", 301), None)
+        .await
+        .unwrap_err();
+    assert!(err.is(Slug::InsufficientFunds), "{err:?}");
 }

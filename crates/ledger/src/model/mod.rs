@@ -2,11 +2,13 @@
 //! from JSON objects.
 
 mod commands;
+mod transfer;
 
 pub use commands::{AppendEvent, OpenAccount, Precondition, PreconditionFailed};
 /// The ledger's keys are the shared `Idempotency-Key` type (crates/idempotency), held by the
 /// caller that sent them.
 pub use idempotency::{CallerKey, Key as IdempotencyKey};
+pub use transfer::Transfer;
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};

@@ -10,11 +10,13 @@ mod append;
 mod open;
 mod read;
 mod retry;
+mod transfer;
 
 pub use append::{Append, Appender, append, append_batch};
 pub use open::open_account;
 pub use read::{EventsPage, get_account, list_accounts, list_events};
 pub use retry::{MAX_ATTEMPTS, RETRIES, is_transient};
+pub use transfer::{Transferred, transfer};
 
 use crate::Event;
 

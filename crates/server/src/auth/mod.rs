@@ -21,8 +21,6 @@
 //! request's extensions) for the layers and handlers inside it; what a user may do with what
 //! another user owns is decided by the domain crates (crates/ownership).
 
-mod credentials;
-
 use actix_web::HttpMessage;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -36,7 +34,7 @@ use http_edge::access_rules::{self, AccessKind};
 use http_edge::db::Db;
 use http_edge::error::ApiError;
 
-pub use credentials::{ApiKeyAuth, BearerClaims, Credentials};
+pub use http_edge::credentials::{ApiKeyAuth, BearerClaims, Credentials};
 
 pub use crate::settings::ApiAuth;
 
@@ -109,12 +107,11 @@ fn forbidden(detail: String) -> ApiError {
     )
 }
 
-/// What the guard needs: the mode, the rules and the operator credential.
+/// What the guard needs: the mode and the rules (the operator credential is the edge's).
 #[derive(Debug, Clone)]
 pub struct Guard {
     pub mode: ApiAuth,
     pub rules: Rules,
-    pub credentials: Credentials,
 }
 
 pub async fn guard(
@@ -132,12 +129,13 @@ pub async fn guard(
     if guard.mode == ApiAuth::Off || needs.access == Access::Public {
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
-    if guard.credentials.check_api_key(req.request()).is_ok() {
+    let credentials = &http_edge::Edge::of(req.request())?.credentials;
+    if credentials.check_api_key(req.request()).is_ok() {
         req.extensions_mut().insert(Actor::Operator);
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
     if needs.access == Access::CreateUser {
-        let challenge = HeaderValue::from_str(guard.credentials.api_key_challenge())
+        let challenge = HeaderValue::from_str(credentials.api_key_challenge())
             .unwrap_or(HeaderValue::from_static("ApiKey"));
         let detail =
             "Creating a user needs the operator key (a key of API_KEYS, in API_KEY_HEADER).";
@@ -151,7 +149,7 @@ pub async fn guard(
     };
     let db = http_edge::Edge::of(req.request())?.db.clone();
     let Some(token) = db
-        .read(move |c| tokens::service::authenticate(c, &raw))
+        .read_primary(move |c| tokens::service::authenticate(c, &raw))
         .await?
     else {
         return Ok(refuse(

@@ -135,7 +135,7 @@ pub struct Settings {
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/service.db";
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_SERVICE_NAME: &str = "notes-service";
-pub const DEFAULT_API_KEY_HEADER: &str = "X-API-Key";
+pub use http_edge::credentials::DEFAULT_API_KEY_HEADER;
 pub use http_edge::middleware::limits::DEFAULT_MAX_BODY_BYTES;
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 64;

@@ -27,7 +27,12 @@ impl Settings {
         parse_database(&database_url)?;
         let t = d.db_timeouts;
         let service_name = v.get("SERVICE_NAME").unwrap_or(d.service_name);
-        let standbys = replicas(&v, &database_url)?;
+        let standbys = v.parse("DATABASE_REPLICA_URLS", |s| {
+            storage::replicas::standbys(s, &database_url)
+        })?;
+        let encoding = v.parse("OTEL_EXPORTER_OTLP_PROTOCOL", |s| {
+            Encoding::parse(s).ok_or("expected http/protobuf or http/json")
+        })?;
         Ok(Settings {
             database_url,
             db_timeouts: storage::Timeouts {
@@ -133,8 +138,10 @@ impl Settings {
                 })?
                 .unwrap_or_default(),
             metrics: v.flag("METRICS")?.unwrap_or(true),
-            otlp: otlp(&v, service_name)?,
-            replicas: standbys,
+            otlp: v.parse("OTEL_EXPORTER_OTLP_ENDPOINT", |endpoint| {
+                OtlpConfig::new(endpoint, encoding, service_name)
+            })?,
+            replicas: standbys.unwrap_or_default(),
             replica_wait: v.millis("REPLICA_WAIT_MS", d.replica_wait)?,
             replica_reads: v
                 .parse("REPLICA_READS", |s| match s {
@@ -145,61 +152,6 @@ impl Settings {
                 .unwrap_or_default(),
         })
     }
-}
-
-/// `DATABASE_REPLICA_URLS`: PostgreSQL URLs only, beside a PostgreSQL `DATABASE_URL`.
-fn replicas<F: Fn(&str) -> Option<String>>(
-    v: &Vars<F>,
-    database_url: &str,
-) -> Result<Vec<storage::Database>, ConfigError> {
-    const VARIABLE: &str = "DATABASE_REPLICA_URLS";
-    let Some(list) = v.get(VARIABLE) else {
-        return Ok(Vec::new());
-    };
-    let postgres = |url: &str| {
-        storage::Database::parse(url)
-            .ok()
-            .filter(|db| db.backend() == storage::Backend::Postgres)
-    };
-    if postgres(database_url).is_none() {
-        return Err(refuse(VARIABLE, "standbys need a PostgreSQL DATABASE_URL"));
-    }
-    list.split(',')
-        .map(str::trim)
-        .filter(|url| !url.is_empty())
-        .map(|url| {
-            postgres(url)
-                .ok_or_else(|| refuse(VARIABLE, "expected postgres:// URLs, comma-separated"))
-        })
-        .collect()
-}
-
-/// `OTEL_EXPORTER_OTLP_ENDPOINT` and `OTEL_EXPORTER_OTLP_PROTOCOL` (the OpenTelemetry
-/// names, so a deployment's usual variables work); no endpoint, no export.
-fn otlp<F: Fn(&str) -> Option<String>>(
-    v: &Vars<F>,
-    service_name: String,
-) -> Result<Option<OtlpConfig>, ConfigError> {
-    let encoding = v
-        .parse("OTEL_EXPORTER_OTLP_PROTOCOL", |s| {
-            Encoding::parse(s).ok_or("expected http/protobuf or http/json")
-        })?
-        .unwrap_or(Encoding::Protobuf);
-    let Some(endpoint) = v.get("OTEL_EXPORTER_OTLP_ENDPOINT") else {
-        return Ok(None);
-    };
-    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-        return Err(refuse(
-            "OTEL_EXPORTER_OTLP_ENDPOINT",
-            "expected the collector's http:// or https:// base URL (http://collector:4318)",
-        ));
-    }
-    Ok(Some(OtlpConfig {
-        endpoint,
-        encoding,
-        service_name,
-        timeout: Duration::from_secs(5),
-    }))
 }
 
 /// `TRUSTED_PROXIES`, or `TRUST_FORWARDED_FOR=true` meaning 1; the count, when given, wins.

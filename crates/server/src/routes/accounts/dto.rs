@@ -1,11 +1,6 @@
 //! The accounts' request and answer shapes.
 
-use actix_web::body::BoxBody;
-use actix_web::{HttpRequest, HttpResponse, Responder};
-use apistos::actix::CreatedJson;
-use apistos::paths::{RequestBody, Responses};
-use apistos::reference_or::ReferenceOr;
-use apistos::{ApiComponent, ApistosSchema, OpenApiVersion};
+use apistos::ApiComponent;
 use ledger::{Account, Event, Recorded};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -179,67 +174,61 @@ pub struct EventsQuery {
 /// 201 with the stored event; `Location` names the account on open, a replayed answer carries
 /// `Idempotent-Replayed: true`, and `ETag` is the account's tag as of this event (`"N"`, its
 /// sequence), ready for the If-Match of the next append.
-pub struct CreatedEvent {
-    pub(super) recorded: Recorded,
-    pub(super) location: bool,
-}
+pub type CreatedEvent = http_edge::created::CreatedAt<AccountEventDto>;
 
-impl Responder for CreatedEvent {
-    type Body = BoxBody;
-
-    fn respond_to(self, _: &HttpRequest) -> HttpResponse {
-        let mut res = HttpResponse::Created();
-        if self.location {
-            res.insert_header((
-                "Location",
-                format!("/accounts/{}", self.recorded.event.aggregate_id),
-            ));
-        }
-        if self.recorded.replayed {
-            res.insert_header((http_edge::idempotent::REPLAYED, "true"));
-        }
-        res.insert_header((
-            actix_web::http::header::ETAG,
-            http_edge::conditional::sequence_tag(self.recorded.event.sequence),
-        ));
-        res.json(AccountEventDto::from(self.recorded.event))
+/// The answer of an append or an open (`Location`: the account, on open).
+pub fn created_event(recorded: Recorded, location: bool) -> CreatedEvent {
+    let event = recorded.event;
+    CreatedEvent {
+        location: location.then(|| format!("/accounts/{}", event.aggregate_id)),
+        sequence: event.sequence,
+        replayed: recorded.replayed,
+        body: AccountEventDto::from(event),
     }
 }
 
-impl ApiComponent for CreatedEvent {
-    fn child_schemas(v: OpenApiVersion) -> Vec<(String, ReferenceOr<ApistosSchema>)> {
-        <CreatedJson<AccountEventDto> as ApiComponent>::child_schemas(v)
+/// Moves `amount_cents` from `from` to `to` in one step.
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct TransferBody {
+    #[schemars(regex(pattern = ACCOUNT_ID_PATTERN))]
+    pub from: String,
+    /// Another account than `from`.
+    #[schemars(regex(pattern = ACCOUNT_ID_PATTERN))]
+    pub to: String,
+    #[schemars(range(min = 1, max = ledger::AMOUNT_MAX))]
+    pub amount_cents: i64,
+}
+
+/// A transfer and its two events, each naming the transfer and the other account in its
+/// payload (`transfer_id`, `counterparty`).
+#[derive(Debug, Serialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct TransferDto {
+    pub transfer_id: String,
+    pub from: String,
+    pub to: String,
+    pub amount_cents: i64,
+    pub withdrawn: AccountEventDto,
+    pub deposited: AccountEventDto,
+}
+
+impl From<ledger::service::Transferred> for TransferDto {
+    fn from(t: ledger::service::Transferred) -> Self {
+        TransferDto {
+            transfer_id: t.transfer_id,
+            from: t.from,
+            to: t.to,
+            amount_cents: t.amount_cents,
+            withdrawn: t.withdrawn.into(),
+            deposited: t.deposited.into(),
+        }
     }
-    fn raw_schema(v: OpenApiVersion) -> Option<ReferenceOr<ApistosSchema>> {
-        <CreatedJson<AccountEventDto> as ApiComponent>::raw_schema(v)
-    }
-    fn schema(v: OpenApiVersion) -> Option<(String, ReferenceOr<ApistosSchema>)> {
-        <CreatedJson<AccountEventDto> as ApiComponent>::schema(v)
-    }
-    fn request_body(_: OpenApiVersion, _: Option<String>) -> Option<RequestBody> {
+}
+
+// A transfer is read through its two accounts' events: no address of its own.
+impl http_edge::idempotent::Addressable for TransferDto {
+    fn id_segment(&self) -> Option<String> {
         None
-    }
-    fn responses(
-        v: OpenApiVersion,
-        content_type: Option<String>,
-        description: Option<String>,
-    ) -> Option<Responses> {
-        let created = <CreatedJson<AccountEventDto> as ApiComponent>::responses(
-            v,
-            content_type,
-            description,
-        )?;
-        let tag = http_edge::answers::header(
-            "The account's ETag as of this event (`\"N\"`, the event's sequence): the If-Match \
-             of a next append that must follow this one.",
-            true,
-            serde_json::json!({"type": "string"}),
-            v,
-        );
-        Some(http_edge::answers::with_header(
-            http_edge::idempotent::with_replayed_header(created, v),
-            "ETag",
-            &tag,
-        ))
     }
 }

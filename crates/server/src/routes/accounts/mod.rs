@@ -4,7 +4,7 @@ use actix_web::web::{Data, Path};
 use apistos::api_operation;
 use apistos::web::{ServiceConfig, get, post, resource};
 use ledger::service::{self, EventsPage};
-use ledger::{Append, AppendEvent, OpenAccount};
+use ledger::{Append, AppendEvent, OpenAccount, Transfer};
 
 use crate::auth::{Access, Rule};
 use crate::context::Context;
@@ -14,7 +14,7 @@ use http_edge::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged};
 use http_edge::db::{Db, Wrote};
 use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
-use http_edge::idempotent::KeyedCreate;
+use http_edge::idempotent::{Created, KeyedCreate};
 use http_edge::links::Linked;
 use idempotency::Scope;
 
@@ -49,10 +49,7 @@ pub async fn open(
             },
         )
         .await?;
-    Ok(CreatedEvent {
-        recorded,
-        location: true,
-    })
+    Ok(created_event(recorded, true))
 }
 
 /// List accounts
@@ -119,10 +116,32 @@ pub async fn append(
     let recorded = precondition
         .judge(context.appender.append(job).await)
         .map_err(failed)??;
-    Ok(CreatedEvent {
-        recorded,
-        location: false,
-    })
+    Ok(created_event(recorded, false))
+}
+
+/// Transfer money between two accounts
+///
+/// `MoneyWithdrawn` on `from` and `MoneyDeposited` on `to`, written together in one
+/// transaction, each payload naming the transfer and the other account. Refused whole, with
+/// nothing written: an unknown account (404), a closed one (409 `account-closed`), `from`
+/// holding less than the amount (422 `insufficient-funds`), the same account twice (422).
+#[api_operation(
+    operation_id = "create_transfer",
+    tag = "accounts",
+    error_code = 404,
+    error_code = 409,
+    error_code = 422,
+    error_code = 503
+)]
+pub async fn transfer(
+    db: Db,
+    keyed: KeyedCreate,
+    body: JsonObject<TransferBody>,
+) -> Result<Created<TransferDto>, ApiError> {
+    let (input, actor) = (Transfer::from_json(&body)?, db.actor());
+    let scope = Scope::of("create_transfer", &[]);
+    let transfer = move |c: &mut _| service::transfer(c, &input, actor).map(TransferDto::from);
+    keyed.create(&db, scope, &body, transfer).await
 }
 
 /// List an account's events
@@ -153,6 +172,7 @@ pub const ACCESS: &[Rule] = &[
     Rule::any("/accounts", Access::Bearer),
     Rule::any("/accounts/{id}", Access::Bearer),
     Rule::any("/accounts/{id}/events", Access::Bearer),
+    Rule::any("/transfers", Access::Bearer),
 ];
 
 pub fn configure(cfg: &mut ServiceConfig) {
@@ -166,5 +186,6 @@ pub fn configure(cfg: &mut ServiceConfig) {
         resource("/accounts/{id}/events")
             .route(get().to(events))
             .route(post().to(append)),
-    );
+    )
+    .service(resource("/transfers").route(post().to(transfer)));
 }

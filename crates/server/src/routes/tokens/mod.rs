@@ -191,7 +191,9 @@ pub async fn revoke(
 #[api_operation(operation_id = "verify_token", tag = "tokens", error_code = 422)]
 pub async fn verify(db: Db, body: RawJson<VerifyBody>) -> Result<Json<VerificationDto>, ApiError> {
     let request = tokens::VerifyRequest::from_body(&body.bytes)?;
-    let (outcome, used) = db.read(move |c| service::verify(c, &request)).await?;
+    let (outcome, used) = db
+        .read_primary(move |c| service::verify(c, &request))
+        .await?;
     if let Some(token) = used {
         crate::auth::record_use(&db, token).await;
     }

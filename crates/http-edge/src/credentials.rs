@@ -1,8 +1,8 @@
-//! The credentials other than area D's tokens: the operator's API keys (`API_KEYS` in
-//! `API_KEY_HEADER`: the operator credential of the token guard, and `/machine/health`'s key)
-//! and the HS256 JWT of `/examples/protected`. The checks live in the `credentials` crate; this
-//! module reads the headers, answers 401 problems with a `WWW-Authenticate` challenge and
-//! documents both schemes in OpenAPI.
+//! The credentials other than the app's own tokens: the operator's API keys (a header of the
+//! app's choosing: the operator credential of a token guard, or one route's key) and HS256
+//! JWT bearers. The checks live in the `credentials` crate; this module reads the headers,
+//! answers 401 problems with a `WWW-Authenticate` challenge and documents both schemes in
+//! OpenAPI. The app builds one [`Credentials`] from its configuration, in [`crate::Edge`].
 
 use std::future::{Ready, ready};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -14,8 +14,10 @@ use apistos::security::{ApiKey, ApiKeyIn, Http, SecurityType};
 use credentials::{ApiKeys, Error, Hs256, MIN_SECRET_BYTES};
 use serde_json::{Map, Value};
 
-use crate::settings::{DEFAULT_API_KEY_HEADER, Settings};
-use http_edge::error::ApiError;
+use crate::error::ApiError;
+
+/// The API key header when the app names none.
+pub const DEFAULT_API_KEY_HEADER: &str = "X-API-Key";
 
 /// The API keys and the JWT verifier, built once from [`Settings`].
 #[derive(Debug, Clone)]
@@ -30,28 +32,29 @@ pub struct Credentials {
 impl Credentials {
     /// Warns (without the secret) when `JWT_SECRET` is missing or too short: the protected
     /// route then answers every request with 401.
-    pub fn from_settings(settings: &Settings) -> Self {
-        let jwt = settings
-            .jwt_secret
-            .as_ref()
-            .and_then(|s| Hs256::new(s.expose().as_bytes()).ok());
+    /// Keys accepted in `api_key_header`, and the JWT secret (none, or too short: every JWT
+    /// is refused, and a warning says so at start).
+    pub fn new<'a>(
+        api_keys: impl IntoIterator<Item = &'a str>,
+        api_key_header: &str,
+        jwt_secret: Option<&str>,
+    ) -> Self {
+        let jwt = jwt_secret.and_then(|s| Hs256::new(s.as_bytes()).ok());
         if jwt.is_none() {
             log::warn!(
                 "JWT_SECRET is not set or shorter than {MIN_SECRET_BYTES} bytes: \
                  /examples/protected will answer 401 to every request"
             );
         }
-        let api_key_header = HeaderName::from_bytes(settings.api_key_header.as_bytes())
-            .unwrap_or_else(|_| HeaderName::from_static("x-api-key"));
         Credentials {
-            api_keys: ApiKeys::new(settings.api_keys.iter().map(|k| k.expose())),
-            api_key_header,
-            api_key_challenge: challenge(&settings.api_key_header),
+            api_keys: ApiKeys::new(api_keys),
+            api_key_header: HeaderName::from_bytes(api_key_header.as_bytes())
+                .unwrap_or_else(|_| HeaderName::from_static("x-api-key")),
+            api_key_challenge: challenge(api_key_header),
             jwt,
         }
     }
 
-    /// `WWW-Authenticate` of a request that lacks the API key.
     pub fn api_key_challenge(&self) -> &str {
         &self.api_key_challenge
     }
@@ -63,7 +66,7 @@ impl Credentials {
 
     fn check_bearer(&self, req: &HttpRequest) -> Result<Map<String, Value>, Error> {
         let verifier = self.jwt.as_ref().ok_or(Error::WeakSecret)?;
-        let token = http_edge::extract::bearer(req.headers()).ok_or(Error::MissingToken)?;
+        let token = crate::extract::bearer(req.headers()).ok_or(Error::MissingToken)?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
@@ -90,9 +93,7 @@ fn with_auth<T>(
     unconfigured: Error,
     challenge: impl FnOnce(Option<&Credentials>) -> String,
 ) -> Ready<Result<T, actix_web::Error>> {
-    let auth = http_edge::registered::<super::Guard>(req)
-        .ok()
-        .map(|guard| &guard.credentials);
+    let auth = crate::Edge::of(req).ok().map(|edge| &edge.credentials);
     let result = auth.map_or(Err(unconfigured), check);
     ready(result.map_err(|e| unauthorized(e, &challenge(auth))))
 }
@@ -136,7 +137,7 @@ impl FromRequest for BearerClaims {
     }
 }
 
-http_edge::security_scheme!(
+crate::security_scheme!(
     ApiKeyAuth,
     "api_key",
     SecurityType::ApiKey(ApiKey {
@@ -146,7 +147,7 @@ http_edge::security_scheme!(
     "One of the keys in API_KEYS; the header name is API_KEY_HEADER (default X-API-Key)."
 );
 
-http_edge::security_scheme!(
+crate::security_scheme!(
     BearerClaims,
     "bearer_jwt",
     SecurityType::Http(Http {
