@@ -41,6 +41,10 @@ fuzz-api:
 generated-clients:
     bash scripts/generated-clients.sh
 
+# Failover on Patroni + etcd (installed from Debian's packages): 25 faults with 1 server, then 3 (--short: 3 faults).
+ha-test *ARGS:
+    bash scripts/ha-test.sh {{ARGS}}
+
 # A real streaming standby: Consistency-Token reads under load, replay delay, a stopped standby, eventual reads, a switchover.
 replica-test *ARGS:
     bash scripts/replica-test.sh {{ARGS}}
