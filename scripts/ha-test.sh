@@ -15,7 +15,7 @@
 #   HA_PROFILE=release|debug     which build to run (default release)
 #   HA_BUILD=0                   no build: use $CARGO_TARGET_DIR/<profile>/server
 #   SERVER_BIN=PATH              use this binary (no build)
-#   HA_KEEP=1                    keep the work directory (always kept when the run failed)
+#   HA_KEEP=1                    keep the work directory (removed otherwise, also after a failure)
 #   HA_THREADS HA_TTL HA_FREEZE_S HA_BLACKHOLE_S HA_GAP_S HA_REPORT HA_SEED: see ha_test.py
 # Needs root (apt-get, and PostgreSQL runs as the postgres OS user). Never touches the machine's
 # own PostgreSQL cluster.
@@ -91,8 +91,9 @@ backstop() {
     fi
   done
   rm -rf "/dev/shm/ha-test-etcd-$$"
-  if [ "$status" -eq 0 ] && [ "${HA_KEEP:-0}" != 1 ]; then
+  if [ "${HA_KEEP:-0}" != 1 ]; then
     rm -rf "$work"
+    if [ "$status" -ne 0 ]; then echo "(HA_KEEP=1 keeps the work directory: every request, node and server log)"; fi
   else
     echo "work directory kept: $work (records.jsonl, faults.jsonl, report.md, node*/patroni.log, servers-*/)"
   fi
