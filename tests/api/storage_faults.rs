@@ -334,6 +334,160 @@ async fn a_database_that_stops_answering_gets_503_within_the_deadline() {
     assert_eq!(app.get("/health").await.status(), StatusCode::OK);
 }
 
+/// Frozen PostgreSQL processes (SIGSTOP), resumed on drop.
+struct Frozen(Vec<i32>);
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            let _ = std::process::Command::new("kill")
+                .args(["-CONT", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
+/// A frozen primary left behind after a failover: every session the service holds is frozen
+/// (SIGSTOP of its idle backend process: the host still acknowledges every packet, nothing
+/// answers), while a new session reaches a live backend, as a reconnect reaches the promoted
+/// standby. Requests that meet a frozen session are answered 503 within the deadline, the
+/// calls stuck on it are cut off (`storage::cutoff`), and notes, ledger appends (group commit)
+/// and webhooks are stored again on fresh sessions while the old ones are still frozen. Needs
+/// root or the `postgres` user to signal the test database's own backends (skipped otherwise);
+/// the shared server's other sessions are not touched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(postgres_tests),
+    ignore = "needs TEST_POSTGRES_URL (a PostgreSQL server)"
+)]
+async fn writes_resume_on_fresh_sessions_while_the_old_ones_stay_frozen() {
+    const SECRET: &str = "whsec_frozen_sessions_padded_to_32_bytes";
+    let Some(db) = TestDb::create(Backend::Postgres) else {
+        eprintln!("TEST_POSTGRES_URL not set: skipped");
+        return;
+    };
+    let mut settings = test_settings(&db);
+    settings.db_timeouts = storage::Timeouts::default();
+    settings.webhook_secret = Some(server::Secret::new(SECRET));
+    let app = TestApp::start(
+        Application::build(settings).await.unwrap(),
+        Backend::Postgres,
+        db,
+    );
+    let deposit = json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 1}});
+    let webhook = |i: usize| {
+        let body = json!({"event_type": "frozen.test", "i": i}).to_string();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let sig = webhook_verify::header(SECRET.as_bytes(), now, body.as_bytes());
+        app.request(reqwest::Method::POST, "/webhook")
+            .header("content-type", "application/json")
+            .header("x-webhook-signature", sig)
+            .body(body)
+    };
+    let writes = |i: usize| {
+        vec![
+            (
+                "note",
+                app.request(reqwest::Method::POST, "/notes").json(&note(i)),
+            ),
+            (
+                "append",
+                app.request(reqwest::Method::POST, "/accounts/a/events")
+                    .json(&deposit),
+            ),
+            ("webhook", webhook(i)),
+        ]
+    };
+    assert_eq!(
+        app.post_json("/accounts", &json!({"account_id": "a", "owner": "o"}))
+            .await
+            .status(),
+        StatusCode::CREATED
+    );
+    // Several sessions open and idle, as under load.
+    for round in 0..3 {
+        let sent = writes(round).into_iter().map(|(_, r)| r.send());
+        for res in futures_util::future::join_all(sent).await {
+            assert!(res.unwrap().status().is_success());
+        }
+    }
+
+    let pids: Vec<i32> = crate::helpers::with_conn(&app.db, |conn| {
+        use diesel::sql_types::Integer;
+        #[derive(diesel::QueryableByName)]
+        struct Pid {
+            #[diesel(sql_type = Integer)]
+            pid: i32,
+        }
+        diesel::sql_query(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
+             AND pid <> pg_backend_pid() AND state = 'idle'",
+        )
+        .load::<Pid>(conn)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.pid)
+        .collect()
+    })
+    .await;
+    assert!(!pids.is_empty(), "the service holds idle sessions");
+    let mut frozen = Frozen(Vec::new());
+    for pid in pids {
+        let stopped = std::process::Command::new("kill")
+            .args(["-STOP", &pid.to_string()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !stopped {
+            eprintln!("cannot signal PostgreSQL's processes (not root or postgres): skipped");
+            return;
+        }
+        frozen.0.push(pid);
+    }
+
+    // Until every kind of write has been stored again, each answer is a 2xx or a 503 problem
+    // within the deadline (2.5 s allowed here).
+    let mut stored = std::collections::BTreeSet::new();
+    let give_up = std::time::Instant::now() + Duration::from_secs(15);
+    let mut i = 100;
+    while stored.len() < 3 {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "only {stored:?} stored again within 15 s while the old sessions stayed frozen"
+        );
+        i += 1;
+        let calls = writes(i).into_iter().map(|(kind, r)| async move {
+            let started = std::time::Instant::now();
+            (kind, r.send().await.unwrap(), started.elapsed())
+        });
+        for (kind, res, took) in futures_util::future::join_all(calls).await {
+            assert!(
+                took < Duration::from_millis(2500),
+                "{kind}: answered after {took:?}"
+            );
+            if res.status().is_success() {
+                stored.insert(kind);
+            } else {
+                let (status, retry_after, slug) = problem_type(res).await;
+                assert_eq!(
+                    (status, retry_after.as_deref(), slug.as_str()),
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        Some("1"),
+                        "service-unavailable"
+                    ),
+                    "{kind}"
+                );
+            }
+        }
+    }
+    drop(frozen);
+    assert_eq!(app.get("/health").await.status(), StatusCode::OK);
+}
+
 /// `host:port` of a `postgres://user@host:port/db` URL.
 fn url_host_port(url: &str) -> std::net::SocketAddr {
     let rest = url.split_once("://").unwrap().1;

@@ -9,9 +9,10 @@
 
 use std::future::{Ready, ready};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix_web::dev::Payload;
+use actix_web::error::BlockingError;
 use actix_web::http::Method;
 use actix_web::web::{self, Data};
 use actix_web::{FromRequest, HttpRequest};
@@ -83,9 +84,8 @@ impl Db {
     /// The primary's WAL position now, within the answer deadline (`None` on SQLite).
     pub async fn wal_position(&self) -> Result<Option<Lsn>, ApiError> {
         let store = self.store.clone();
-        self.within(web::block(move || store.wal_position()))
+        self.blocking(move || store.wal_position())
             .await?
-            .map_err(ApiError::internal)?
             .map_err(ApiError::from_store)
     }
 
@@ -119,12 +119,11 @@ impl Db {
         let store = self.store.clone();
         let (replicas, token) = (self.replicas.clone(), self.token);
         let outcome = self
-            .within(web::block(move || match replicas {
+            .blocking(move || match replicas {
                 Some(replicas) => replicas.read(&store, token, f).0,
                 None => store.read(f),
-            }))
-            .await?
-            .map_err(ApiError::internal)?;
+            })
+            .await?;
         outcome.map_err(into_api_error)
     }
 
@@ -147,18 +146,20 @@ impl Db {
         .await
     }
 
-    /// `call` if it answers within `Timeouts::answer`, else a 503 `Timeout` fault: the request
-    /// is answered whatever the database does (a frozen or unreachable one answers nothing,
-    /// and no server-side timeout ends that wait). The blocking call goes on on its own thread
-    /// until the database answers or the connection's keepalives find it dead.
-    async fn within<T>(&self, call: impl std::future::Future<Output = T>) -> Result<T, ApiError> {
-        let deadline = self.store.timeouts().answer;
-        tokio::time::timeout(deadline, call).await.map_err(|_| {
-            ApiError::from_store(StoreError::new(
-                storage::Fault::Timeout,
-                format!("no answer from the database within {deadline:?}"),
-            ))
-        })
+    /// `f` (database work) on the blocking pool if it answers within `Timeouts::answer`, else
+    /// a 503 `Timeout` fault: the request is answered whatever the database does (a frozen or
+    /// unreachable one answers nothing, and no server-side timeout ends that wait). A
+    /// PostgreSQL connection `f` is still waiting on past the deadline is cut off
+    /// (`storage::cutoff`), so the thread and the pool slot do not stay with a dead server.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let limit = self.store.timeouts().answer;
+        bounded(limit, f)
+            .await
+            .map_err(ApiError::from_store)?
+            .map_err(ApiError::internal)
     }
 
     /// Runs a write in a transaction that has committed when this returns `Ok`, with its audit
@@ -198,9 +199,7 @@ impl Db {
             Some(queue) => queue.write(f).await,
             None => {
                 let store = self.store.clone();
-                self.within(web::block(move || store.write(f)))
-                    .await?
-                    .map_err(ApiError::internal)?
+                self.blocking(move || store.write(f)).await?
             }
         };
         outcome.map_err(into_api_error)
@@ -210,15 +209,27 @@ impl Db {
     /// `timeout`. Never writes.
     pub async fn check(&self, timeout: Duration) -> Result<(), StoreError> {
         let store = self.store.clone();
-        let check = web::block(move || store.check());
-        match tokio::time::timeout(timeout, check).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(e)) => Err(StoreError::new(storage::Fault::Unavailable, e.to_string())),
-            Err(_) => Err(StoreError::new(
-                storage::Fault::Timeout,
-                format!("no answer within {timeout:?}"),
-            )),
+        match bounded(timeout, move || store.check()).await? {
+            Ok(result) => result,
+            Err(e) => Err(StoreError::new(storage::Fault::Unavailable, e.to_string())),
         }
+    }
+}
+
+/// Runs `f` on the blocking pool under a deadline `limit` from now (see [`Db::blocking`]); the
+/// inner error is the blocking pool's (`f` panicked).
+async fn bounded<T: Send + 'static>(
+    limit: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<Result<T, BlockingError>, StoreError> {
+    let deadline = Instant::now() + limit;
+    let call = web::block(move || storage::cutoff::within(deadline, f));
+    match tokio::time::timeout_at(deadline.into(), call).await {
+        Ok(done) => Ok(done),
+        Err(_) => Err(StoreError::new(
+            storage::Fault::Timeout,
+            format!("no answer from the database within {limit:?}"),
+        )),
     }
 }
 

@@ -208,7 +208,9 @@ impl<J, R: Outcome> Writer<J, R> {
         let observer = self.store.observer();
         let mut jobs = Vec::with_capacity(batch.len());
         let mut replies = Vec::with_capacity(batch.len());
+        let mut last_queued = None;
         for (job, reply, queued) in batch {
+            last_queued = last_queued.max(Some(queued));
             let waited = queued.elapsed();
             observer.queued(self.name, waited);
             if waited > bound {
@@ -225,7 +227,12 @@ impl<J, R: Outcome> Writer<J, R> {
             return None;
         }
         observer.batch(self.name, jobs.len());
-        let (answers, unreachable) = match self.run_batch(held, jobs) {
+        // Once the last caller has stopped waiting (its `submit` deadline), a batch stuck on a
+        // server that answers nothing is cut off (`crate::cutoff`): the writer, and every write
+        // queued behind it, go on with a fresh connection.
+        let deadline = last_queued.unwrap_or_else(Instant::now) + self.store.timeouts().answer;
+        let ran = crate::cutoff::within(deadline, || self.run_batch(held, jobs));
+        let (answers, unreachable) = match ran {
             Ok(answers) => (answers, None),
             Err(refused) => {
                 let (Refused::Begin(err) | Refused::Batch(err)) = &refused;

@@ -3,6 +3,7 @@
 mod backend;
 mod checkpoint;
 pub mod counts;
+pub mod cutoff;
 pub mod damage;
 pub mod fault;
 mod fault_log;

@@ -37,7 +37,7 @@ impl TestDatabase {
                 let Some(admin) = admin_url else {
                     return Ok(None);
                 };
-                let mut conn = PgConnection::establish(admin)?;
+                let mut conn = storage_connect(admin)?;
                 diesel::sql_query(format!("CREATE DATABASE {unique}"))
                     .execute(&mut conn)
                     .map_err(StorageError::Configure)?;
@@ -109,10 +109,16 @@ impl Drop for TestDatabase {
             let _ = std::fs::remove_dir_all(dir);
         }
         if let Some((admin, name)) = &self.pg
-            && let Ok(mut conn) = PgConnection::establish(admin)
+            && let Ok(mut conn) = storage_connect(admin)
         {
             let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
                 .execute(&mut conn);
         }
     }
+}
+
+/// An admin connection, opened the way every PostgreSQL connection of the process is
+/// ([`crate::cutoff::connect`]), so that it never hides which socket a pooled one opened.
+fn storage_connect(admin: &str) -> diesel::ConnectionResult<PgConnection> {
+    crate::cutoff::connect(&[], || PgConnection::establish(admin)).map(|(conn, _)| conn)
 }

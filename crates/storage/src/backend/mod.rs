@@ -214,48 +214,106 @@ impl Database {
             .then(|| Path::new(&self.target))
     }
 
+    /// The TCP ports a PostgreSQL connection string names, one per host (libpq's default,
+    /// `PGPORT` or 5432, where it names none).
+    pub fn pg_ports(&self) -> Vec<u16> {
+        let default = std::env::var("PGPORT")
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(5432);
+        let ports: Vec<Option<u16>> = match self.target.split_once("://") {
+            Some((_, rest)) => {
+                let authority = rest.split(['/', '?']).next().unwrap_or_default();
+                let hosts = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+                hosts
+                    .split(',')
+                    .map(|host| {
+                        // After an IPv6 literal's `]`, or after the last `:` of a name.
+                        let tail = host.rsplit_once(']').map_or(host, |(_, t)| t);
+                        tail.rsplit_once(':').and_then(|(_, p)| p.parse().ok())
+                    })
+                    .collect()
+            }
+            None => self
+                .target
+                .split_whitespace()
+                .find_map(|pair| pair.strip_prefix("port="))
+                .map(|list| list.split(',').map(|p| p.trim().parse().ok()).collect())
+                .unwrap_or_default(),
+        };
+        let mut ports: Vec<u16> = ports.into_iter().map(|p| p.unwrap_or(default)).collect();
+        if ports.is_empty() {
+            ports.push(default);
+        }
+        ports
+    }
+
     /// Opens one connection, configured for this service.
     pub fn establish(&self) -> Result<DbConnection, StorageError> {
-        let t = &self.timeouts;
+        Ok(self.open(false)?.0)
+    }
+
+    /// [`Database::establish`] for the pool: a PostgreSQL connection comes with the watch that
+    /// can cut off a call stuck on it ([`crate::cutoff`]).
+    pub(crate) fn establish_watched(
+        &self,
+    ) -> Result<(DbConnection, Option<std::sync::Arc<crate::cutoff::Watch>>), StorageError> {
+        self.open(true)
+    }
+
+    fn open(
+        &self,
+        watched: bool,
+    ) -> Result<(DbConnection, Option<std::sync::Arc<crate::cutoff::Watch>>), StorageError> {
         match self.backend {
             Backend::Postgres => {
-                let mut conn = PgConnection::establish(&self.pg_url())?;
-                // Every statement is a prepared key lookup or range walk whose best plan does not
-                // depend on the values bound. Under the default (`auto`) PostgreSQL keeps planning
-                // each execution of a statement with a bound LIMIT again, because the cost of
-                // the generic plan it compares with assumes a large LIMIT: that planning was about
-                // a third of the database's CPU on a list page (docs/PERFORMANCE.md).
-                conn.batch_execute(&format!(
-                    "SET statement_timeout = {}; SET lock_timeout = {}; \
+                let ports = if watched { self.pg_ports() } else { Vec::new() };
+                let (conn, watch) = crate::cutoff::connect(&ports, || self.open_pg())?;
+                Ok((DbConnection::Postgresql(conn), watch))
+            }
+            Backend::Sqlite => Ok((self.open_sqlite()?, None)),
+        }
+    }
+
+    fn open_pg(&self) -> Result<PgConnection, StorageError> {
+        let t = &self.timeouts;
+        let mut conn = PgConnection::establish(&self.pg_url())?;
+        // Every statement is a prepared key lookup or range walk whose best plan does not
+        // depend on the values bound. Under the default (`auto`) PostgreSQL keeps planning
+        // each execution of a statement with a bound LIMIT again, because the cost of
+        // the generic plan it compares with assumes a large LIMIT: that planning was about
+        // a third of the database's CPU on a list page (docs/PERFORMANCE.md).
+        conn.batch_execute(&format!(
+            "SET statement_timeout = {}; SET lock_timeout = {}; \
                      SET idle_in_transaction_session_timeout = {}; \
                      SET plan_cache_mode = force_generic_plan;",
-                    t.statement.as_millis(),
-                    t.lock.as_millis(),
-                    // A transaction left open by a stuck client must not hold locks forever.
-                    (t.statement * 2).as_millis(),
-                ))
-                .map_err(StorageError::Configure)?;
-                Ok(DbConnection::Postgresql(conn))
-            }
-            Backend::Sqlite => {
-                let mut conn = SqliteConnection::establish(&self.target)?;
-                // busy_timeout first: the other pragmas may already need to wait for a lock.
-                conn.batch_execute(&format!(
-                    "PRAGMA busy_timeout={}; PRAGMA journal_mode=WAL; \
+            t.statement.as_millis(),
+            t.lock.as_millis(),
+            // A transaction left open by a stuck client must not hold locks forever.
+            (t.statement * 2).as_millis(),
+        ))
+        .map_err(StorageError::Configure)?;
+        Ok(conn)
+    }
+
+    fn open_sqlite(&self) -> Result<DbConnection, StorageError> {
+        let t = &self.timeouts;
+        let mut conn = SqliteConnection::establish(&self.target)?;
+        // busy_timeout first: the other pragmas may already need to wait for a lock.
+        conn.batch_execute(&format!(
+            "PRAGMA busy_timeout={}; PRAGMA journal_mode=WAL; \
                      PRAGMA synchronous={}; PRAGMA foreign_keys=ON; \
                      PRAGMA wal_autocheckpoint=10000; \
                      PRAGMA cache_size=-{SQLITE_CACHE_KIB}; PRAGMA mmap_size=0;",
-                    t.lock.as_millis(),
-                    self.synchronous.pragma(),
-                ))
+            t.lock.as_millis(),
+            self.synchronous.pragma(),
+        ))
+        .map_err(StorageError::Configure)?;
+        if let Some(pages) = self.max_pages {
+            conn.batch_execute(&format!("PRAGMA max_page_count={pages};"))
                 .map_err(StorageError::Configure)?;
-                if let Some(pages) = self.max_pages {
-                    conn.batch_execute(&format!("PRAGMA max_page_count={pages};"))
-                        .map_err(StorageError::Configure)?;
-                }
-                Ok(DbConnection::Sqlite(conn))
-            }
         }
+        Ok(DbConnection::Sqlite(conn))
     }
 
     /// The PostgreSQL connection string with libpq's dead-peer settings added where it names
@@ -305,16 +363,23 @@ impl Database {
     /// A pool of at most `max_size` connections (SQLite is capped at 8: one writer at a time
     /// makes more connections useless). Nothing is opened until first use beyond one idle
     /// connection, so many pools (tests, instances) stay cheap.
+    ///
+    /// One connection is made here, directly, so a bad URL, a refused login or an unwritable
+    /// file fails at once with its own error. It is not made through the pool: r2d2's `build`
+    /// gives the first connection only the checkout timeout, and on a loaded machine creating
+    /// a fresh SQLite file (WAL switch, fsyncs) took longer, so a healthy start failed with
+    /// nothing but "timed out waiting for connection".
     pub fn pool(&self, max_size: u32) -> Result<Pool, StorageError> {
         if let Some(dir) = self.sqlite_path().and_then(Path::parent)
             && !dir.as_os_str().is_empty()
         {
             std::fs::create_dir_all(dir).map_err(StorageError::CreateDir)?;
         }
+        drop(self.establish()?);
         Ok(self
             .pool_builder(max_size)
             .min_idle(Some(1))
-            .build(Manager::new(self.clone()))?)
+            .build_unchecked(Manager::new(self.clone())))
     }
 
     /// Like [`Database::pool`] but returns at once even when the database is unreachable, so
@@ -350,6 +415,16 @@ fn is_plain_path(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_the_ports_of_each_host() {
+        let ports = |url| Database::parse(url).unwrap().pg_ports();
+        assert_eq!(ports("postgres://u:p@h1:6001,h2:6002/db?x=1"), [6001, 6002]);
+        assert_eq!(ports("postgres://u@[::1]:6003,[::1]/db"), [6003, 5432]);
+        assert_eq!(ports("postgresql://h/db"), [5432]);
+        assert_eq!(ports("host=a,b port=7001,7002 dbname=d"), [7001, 7002]);
+        assert_eq!(ports("host=a dbname=d"), [5432]);
+    }
 
     #[test]
     fn parses_urls() {

@@ -1,11 +1,13 @@
 //! The pool's connections: [`Conn`] (a connection that can be marked for discarding) and the
 //! r2d2 [`Manager`] that makes them.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use diesel::r2d2::R2D2Connection;
 
 use super::{Database, DbConnection, StorageError};
+use crate::cutoff::Watch;
 
 /// A pooled connection, and whether it may serve another request.
 pub struct Conn {
@@ -13,6 +15,8 @@ pub struct Conn {
     discard: bool,
     /// When it last went back to the pool after serving a request.
     returned: Option<Instant>,
+    /// How a call stuck on it past its deadline is cut off (PostgreSQL over TCP only).
+    watch: Option<Arc<Watch>>,
 }
 
 /// A connection handed back less than this long ago is handed out again without the `SELECT 1`
@@ -30,8 +34,18 @@ impl Conn {
         self.discard = true;
     }
 
+    /// Whether it goes back to the pool only to be closed: discarded, or cut off.
     pub fn is_discarded(&self) -> bool {
-        self.discard
+        self.discard || self.watch.as_ref().is_some_and(|w| w.was_cut())
+    }
+
+    /// Lets the call this thread is making cut this connection off when it outlives its
+    /// deadline ([`crate::cutoff`]). Taking a connection from the pool arms it; a connection
+    /// kept between calls (a group-commit writer's) is armed again for each.
+    pub fn arm(&self) {
+        if let Some(watch) = &self.watch {
+            watch.arm();
+        }
     }
 }
 
@@ -66,10 +80,12 @@ impl r2d2::ManageConnection for Manager {
     type Error = StorageError;
 
     fn connect(&self) -> Result<Conn, StorageError> {
+        let (inner, watch) = self.db.establish_watched()?;
         Ok(Conn {
-            inner: self.db.establish()?,
+            inner,
             discard: false,
             returned: None,
+            watch,
         })
     }
 
@@ -78,6 +94,8 @@ impl r2d2::ManageConnection for Manager {
     /// prepared statement is cached; a `sql_query` is not, and was parsed again on every
     /// request (6% of the CPU of `GET /notes/{id}` on SQLite).
     fn is_valid(&self, conn: &mut Conn) -> Result<(), StorageError> {
+        // Armed before the check: the check itself hangs on a frozen server.
+        conn.arm();
         if recently_returned(conn.returned, Instant::now()) {
             return Ok(());
         }
@@ -89,7 +107,7 @@ impl r2d2::ManageConnection for Manager {
     /// pool, which is when it last worked.
     fn has_broken(&self, conn: &mut Conn) -> bool {
         conn.returned = Some(Instant::now());
-        conn.discard || conn.inner.is_broken()
+        conn.is_discarded() || conn.inner.is_broken()
     }
 }
 

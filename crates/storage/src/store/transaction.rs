@@ -38,7 +38,10 @@ impl Store {
             return Err(StoreError::new(Fault::Damaged, damage.detail));
         }
         let mut conn = match held {
-            Some(c) => c,
+            Some(c) => {
+                c.arm();
+                c
+            }
             None => self.checkout()?,
         };
         if self.shared.catch_up.swap(false, Ordering::Relaxed) {
