@@ -214,13 +214,11 @@ impl Database {
             .then(|| Path::new(&self.target))
     }
 
-    /// The TCP ports a PostgreSQL connection string names, one per host (libpq's default,
-    /// `PGPORT` or 5432, where it names none).
+    /// The TCP ports a PostgreSQL connection string names, one per host (5432 where it names
+    /// none; a port set only in libpq's `PGPORT` is not seen, and then no call on such a
+    /// connection can be cut off: see [`crate::cutoff`]).
     pub fn pg_ports(&self) -> Vec<u16> {
-        let default = std::env::var("PGPORT")
-            .ok()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(5432);
+        let default = 5432;
         let ports: Vec<Option<u16>> = match self.target.split_once("://") {
             Some((_, rest)) => {
                 let authority = rest.split(['/', '?']).next().unwrap_or_default();
