@@ -61,8 +61,18 @@ memory() { echo "$1 $2 $(peak_kib "$3")" >> "$results/memory"; }
 # total base path: the `total` of a list's first page.
 total() { curl -s "$1$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])'; }
 
-# seed backend database_url ARGS...: `server seed` on the running server's database.
-seed() { local url=$2; shift 2; DATABASE_URL="$url" "$BIN" seed "$@" | sed 's/^/  /'; }
+# seed backend database_url ARGS...: `server seed` on the running server's database, then on
+# PostgreSQL what an operator does after a bulk load, so that the timed runs after it do not
+# measure the load: VACUUM ANALYZE (autovacuum may be off, as on this machine's server: without
+# it the tables have no statistics and no visibility map) and a CHECKPOINT (the load's gigabyte
+# of WAL otherwise becomes a checkpoint whose writeback and final fsyncs overlap the next runs).
+seed() {
+  local backend=$1 url=$2; shift 2
+  DATABASE_URL="$url" "$BIN" seed "$@" | sed 's/^/  /'
+  if [ "$backend" = postgres ]; then
+    psql -q "$url" -c "VACUUM ANALYZE" -c "CHECKPOINT"
+  fi
+}
 
 seed_notes() { # backend database
   if [ "$1" = sqlite ]; then

@@ -37,17 +37,7 @@ if ! cmp -s "$CLIENTS/package-lock.json" "$NODE_DIR/package-lock.json" || [ ! -d
   (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
-if [ -n "${SERVER_BIN:-}" ]; then
-  BIN="$SERVER_BIN"
-else
-  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CI_TARGET_DIR}"
-  if [ "${GENERATED_CLIENTS_BUILD:-1}" != 0 ]; then build_server debug; fi
-  BIN="$CARGO_TARGET_DIR/debug/server"
-fi
-if [ ! -x "$BIN" ]; then
-  echo "no server binary at $BIN"
-  exit 1
-fi
+server_binary GENERATED_CLIENTS debug
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/generated-clients.XXXXXX")
 status=0

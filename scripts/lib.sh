@@ -33,6 +33,28 @@ build_server() {
   BIN="$CARGO_TARGET_DIR/$profile/server"
 }
 
+# Which server binary a test script runs, the same way in every script: SERVER_BIN when set
+# (no build), else $CARGO_TARGET_DIR/<PREFIX_PROFILE or DEFAULT>/server, built first unless
+# PREFIX_BUILD=0.
+# server_binary PREFIX DEFAULT_PROFILE [CARGO ARGS...]: sets BIN (an absolute path) or exits.
+server_binary() {
+  local prefix=$1 default=$2 profile_var="${1}_PROFILE" build_var="${1}_BUILD" profile
+  shift 2
+  if [ -n "${SERVER_BIN:-}" ]; then
+    BIN="$SERVER_BIN"
+  else
+    profile="${!profile_var:-$default}"
+    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CI_TARGET_DIR}"
+    if [ "${!build_var:-1}" != 0 ]; then build_server "$profile" "$@"; fi
+    BIN="$CARGO_TARGET_DIR/$profile/server"
+  fi
+  if [ ! -x "$BIN" ]; then
+    echo "no server binary at $BIN (SERVER_BIN, or ${build_var}=0 after a build)"
+    exit 1
+  fi
+  BIN=$(readlink -f "$BIN")
+}
+
 # A server needs a moment to migrate and bind; a run must neither race it nor wait for a dead one.
 # wait_up URL [PID]: polls URL for up to 20 s, stopping early if PID exits; fails without a 2xx.
 wait_up() {

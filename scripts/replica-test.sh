@@ -32,19 +32,7 @@ if ! command -v psql >/dev/null || ! id postgres >/dev/null 2>&1 || [ "$(id -u)"
   exit 1
 fi
 
-profile="${REPLICA_PROFILE:-release}"
-if [ -n "${SERVER_BIN:-}" ]; then
-  BIN="$SERVER_BIN"
-else
-  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CI_TARGET_DIR}"
-  if [ "${REPLICA_BUILD:-1}" != 0 ]; then build_server "$profile" --locked; fi
-  BIN="$CARGO_TARGET_DIR/$profile/server"
-fi
-if [ ! -x "$BIN" ]; then
-  echo "no server binary at $BIN (SERVER_BIN, or REPLICA_BUILD=0 after a build)"
-  exit 1
-fi
-BIN=$(readlink -f "$BIN")
+server_binary REPLICA release --locked
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/replica-test.XXXXXX")
 chown postgres: "$work"

@@ -203,6 +203,23 @@ def main():
         if worst:
             target = " (target ≤ 10 ms, " + ("meets" if millis(worst[1]["p99"]) <= 10 else "misses") + " it)" if b == "sqlite" else ""
             ratios.append(f"- {b}: slowest write route at p99 = **{worst[1]['p99']}** (`{worst[0].removeprefix('writes: ')}`){target}")
+    # Issue 36: no slow write route. Every write route against the fastest create (a POST that
+    # makes a row) of the same backend and run.
+    for b in backends:
+        writes = {name.removeprefix("writes: "): by_backend[b] for name, by_backend in rows.items()
+                  if name.startswith("writes: ") and b in by_backend and by_backend[b]["rps"]}
+        creates = {name: r for name, r in writes.items()
+                   if name.startswith("POST ") and not name.endswith(("/rotate", "/events", "/webhook"))}
+        if not creates:
+            continue
+        fastest_name, fastest = max(creates.items(), key=lambda kv: kv[1]["rps"])
+        slow = [(name, r["rps"] / fastest["rps"]) for name, r in writes.items()]
+        worst_name, worst = min(slow, key=lambda kv: kv[1])
+        mark = "meets" if worst >= 0.7 else "misses"
+        below = ", ".join(f"`{n}` {x:.2f}×" for n, x in sorted(slow, key=lambda kv: kv[1]) if x < 0.7)
+        ratios.append(f"- {b}: slowest write route = **{worst:.2f}×** the fastest create, `{fastest_name}` "
+                      f"({writes[worst_name]['rps']:,.0f} vs {fastest['rps']:,.0f} req/s, `{worst_name}`; target ≥ 0.7×, {mark} it)"
+                      + (f"; below 0.7×: {below}" if below else ""))
     print(meta["header"])
     print(DESIGN)
     print("\n".join(out))

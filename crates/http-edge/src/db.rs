@@ -120,7 +120,7 @@ impl Db {
         let (replicas, token) = (self.replicas.clone(), self.token);
         let outcome = self
             .blocking(move || match replicas {
-                Some(replicas) => replicas.read(&store, token, f).0,
+                Some(replicas) => replicas.read(&store, token, f),
                 None => store.read(f),
             })
             .await?;
@@ -156,7 +156,7 @@ impl Db {
         f: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, ApiError> {
         let limit = self.store.timeouts().answer;
-        bounded(limit, f)
+        bounded(self.store.observer(), limit, f)
             .await
             .map_err(ApiError::from_store)?
             .map_err(ApiError::internal)
@@ -209,7 +209,7 @@ impl Db {
     /// `timeout`. Never writes.
     pub async fn check(&self, timeout: Duration) -> Result<(), StoreError> {
         let store = self.store.clone();
-        match bounded(timeout, move || store.check()).await? {
+        match bounded(self.store.observer(), timeout, move || store.check()).await? {
             Ok(result) => result,
             Err(e) => Err(StoreError::new(storage::Fault::Unavailable, e.to_string())),
         }
@@ -219,11 +219,18 @@ impl Db {
 /// Runs `f` on the blocking pool under a deadline `limit` from now (see [`Db::blocking`]); the
 /// inner error is the blocking pool's (`f` panicked).
 async fn bounded<T: Send + 'static>(
+    observer: Arc<dyn storage::observe::Observer>,
     limit: Duration,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<Result<T, BlockingError>, StoreError> {
-    let deadline = Instant::now() + limit;
-    let call = web::block(move || storage::cutoff::within(deadline, f));
+    let submitted = Instant::now();
+    let deadline = submitted + limit;
+    let call = web::block(move || {
+        let started = Instant::now();
+        let done = storage::cutoff::within(deadline, f);
+        observer.call(started - submitted, started.elapsed());
+        done
+    });
     match tokio::time::timeout_at(deadline.into(), call).await {
         Ok(done) => Ok(done),
         Err(_) => Err(StoreError::new(

@@ -17,6 +17,9 @@ pub trait Observer: Send + Sync {
     fn queued(&self, _writer: &'static str, _waited: Duration) {}
     /// A connection was taken from the pool after `waited` (`ok` false: none came in time).
     fn checkout(&self, _waited: Duration, _ok: bool) {}
+    /// A database call made for a request waited `for_thread` for a thread to run on (the
+    /// server's blocking pool), then ran for `ran` (checkout, statements, commit).
+    fn call(&self, _for_thread: Duration, _ran: Duration) {}
     /// A statement or transaction met `fault`.
     fn fault(&self, _fault: Fault) {}
     /// A read that standbys could have served was served `by` one or by the primary

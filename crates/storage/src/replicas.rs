@@ -167,13 +167,14 @@ impl Replicas {
     /// Runs the read `f` on a standby when the policy and `token` allow it and the standby has
     /// replayed past `token`, else on `primary`. Whatever goes wrong on the standby side
     /// (unreachable, not in recovery, behind past the wait, a fault during `f`), the primary
-    /// answers: a standby never fails a read.
+    /// answers: a standby never fails a read. Where it was served goes to the primary's
+    /// observer.
     pub fn read<T, E>(
         &self,
         primary: &Store,
         token: Option<Lsn>,
         mut f: impl FnMut(&mut DbConnection) -> Result<T, E>,
-    ) -> (Result<T, Failure<E>>, ServedBy)
+    ) -> Result<T, Failure<E>>
     where
         E: std::error::Error + 'static,
     {
@@ -193,13 +194,13 @@ impl Replicas {
                     Err(Failure::Op(e)) if crate::Fault::find(&e).is_some() => {}
                     out => {
                         primary.observer().read_served(ServedBy::Standby);
-                        return (out, ServedBy::Standby);
+                        return out;
                     }
                 }
             }
         }
         primary.observer().read_served(ServedBy::Primary);
-        (primary.read(f), ServedBy::Primary)
+        primary.read(f)
     }
 
     /// Whether `standby` is in recovery and has replayed past `lsn` (any standby in recovery

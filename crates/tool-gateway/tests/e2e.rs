@@ -330,8 +330,8 @@ fn output_schemas(
     }
     assert_eq!(
         validators.len(),
-        24,
-        "27 tools, 3 of them deletes without a body"
+        25,
+        "28 tools, 3 of them deletes without a body"
     );
     validators
 }
@@ -441,6 +441,33 @@ async fn tools_of_every_area_reach_their_routes() {
         500
     );
     assert_eq!(status("list_events", json!({"id": "acc-1"})).1["total"], 2);
+    assert_eq!(
+        status(
+            "open_account",
+            json!({"account_id": "acc-2", "owner": "Bob"})
+        )
+        .0,
+        201
+    );
+    let (code, transfer) = status(
+        "create_transfer",
+        json!({"from": "acc-1", "to": "acc-2", "amount_cents": 200}),
+    );
+    assert_eq!(code, 201, "{transfer}");
+    assert_eq!(transfer["deposited"]["aggregate_id"], "acc-2");
+    assert_eq!(
+        status("get_account", json!({"id": "acc-2"})).1["balance_cents"],
+        200
+    );
+    assert_eq!(
+        status(
+            "create_transfer",
+            json!({"from": "acc-1", "to": "acc-2", "amount_cents": 1_000_000})
+        )
+        .0,
+        422,
+        "an overdraft is refused whole"
+    );
 
     let (code, verified) = status("verify_token", json!({"token": "not-a-token"}));
     assert!(code < 500, "{code}");

@@ -21,6 +21,8 @@ pub(super) struct StorageMetrics {
     queued: HistogramVec,
     checkout: Histogram,
     checkout_timeouts: IntCounter,
+    thread_wait: Histogram,
+    call: Histogram,
     faults: IntCounterVec,
     wal_frames: IntGaugeVec,
     wal_bytes: IntGauge,
@@ -51,6 +53,22 @@ impl StorageMetrics {
                 HistogramOpts::new(
                     "db_pool_checkout_wait_seconds",
                     "Time taken to get a connection from the pool.",
+                )
+                .buckets(BUCKETS.to_vec()),
+            )?,
+            thread_wait: Histogram::with_opts(
+                HistogramOpts::new(
+                    "db_call_thread_wait_seconds",
+                    "Time a request's database call waited for a thread to run on, before its \
+                     checkout.",
+                )
+                .buckets(BUCKETS.to_vec()),
+            )?,
+            call: Histogram::with_opts(
+                HistogramOpts::new(
+                    "db_call_seconds",
+                    "Time a request's database call ran on its thread: checkout, statements \
+                     and commit.",
                 )
                 .buckets(BUCKETS.to_vec()),
             )?,
@@ -89,6 +107,8 @@ impl StorageMetrics {
         registry.register(Box::new(m.queued.clone()))?;
         registry.register(Box::new(m.checkout.clone()))?;
         registry.register(Box::new(m.checkout_timeouts.clone()))?;
+        registry.register(Box::new(m.thread_wait.clone()))?;
+        registry.register(Box::new(m.call.clone()))?;
         registry.register(Box::new(m.faults.clone()))?;
         registry.register(Box::new(m.wal_frames.clone()))?;
         registry.register(Box::new(m.wal_bytes.clone()))?;
@@ -139,6 +159,11 @@ impl Observer for StorageMetrics {
         if !ok {
             self.checkout_timeouts.inc();
         }
+    }
+
+    fn call(&self, for_thread: Duration, ran: Duration) {
+        self.thread_wait.observe(for_thread.as_secs_f64());
+        self.call.observe(ran.as_secs_f64());
     }
 
     fn fault(&self, fault: Fault) {
