@@ -45,19 +45,7 @@ if [ ! -x /usr/lib/postgresql/15/bin/postgres ]; then
   exit 1
 fi
 
-profile="${HA_PROFILE:-release}"
-if [ -n "${SERVER_BIN:-}" ]; then
-  BIN="$SERVER_BIN"
-else
-  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CI_TARGET_DIR}"
-  if [ "${HA_BUILD:-1}" != 0 ]; then build_server "$profile" --locked; fi
-  BIN="$CARGO_TARGET_DIR/$profile/server"
-fi
-if [ ! -x "$BIN" ]; then
-  echo "no server binary at $BIN (SERVER_BIN, or HA_BUILD=0 after a build)"
-  exit 1
-fi
-BIN=$(readlink -f "$BIN")
+server_binary HA release --locked
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ha-test.XXXXXX")
 
