@@ -35,7 +35,22 @@ CEILING="$CARGO_TARGET_DIR/release/examples/bare_ceiling"
 
 results=$(mktemp -d)
 work=$(mktemp -d)
-trap clean_up EXIT
+# The kernel's autogroup scheduling (on by default in Debian's kernels) shares the cores out
+# per session: the server, PostgreSQL's backends and wrk, each a session of its own, get a third
+# each however many threads they run, and with two actix workers the server's requests then
+# waited up to hundreds of milliseconds for their turn (PostgreSQL read p99 94-848 ms,
+# docs/PERFORMANCE.md). The run turns it off, as on a host that serves, and puts it back after.
+AUTOGROUP=/proc/sys/kernel/sched_autogroup_enabled
+autogroup_was=$(cat "$AUTOGROUP" 2>/dev/null || echo "")
+if [ "$autogroup_was" = 1 ] && ! echo 0 2>/dev/null >"$AUTOGROUP"; then
+  echo "warning: cannot turn autogroup scheduling off (not root): PostgreSQL read tails will show it"
+fi
+autogroup_now=$(cat "$AUTOGROUP" 2>/dev/null || echo "absent")
+finish() {
+  if [ "$autogroup_was" = 1 ]; then echo 1 2>/dev/null >"$AUTOGROUP" || true; fi
+  clean_up
+}
+trap finish EXIT
 
 peak_kib() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
@@ -248,8 +263,8 @@ import json, sys
 header = f"""# Performance
 
 Measured by \`just bench\` (scripts/bench.sh) on $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown).
-Machine: $(nproc) cores ($cpu), $(free -g | awk '/Mem:/ {print $2}') GiB; a shared, noisy machine: compare ratios
-within one run rather than absolute numbers across runs.
+Machine: $(nproc) cores ($cpu), $(free -g | awk '/Mem:/ {print $2}') GiB, kernel.sched_autogroup_enabled=$autogroup_now during the run; a shared,
+noisy machine: compare ratios within one run rather than absolute numbers across runs.
 
 Method: release build; {$NOTES} seeded notes; \`wrk -t1 -c$CONNS -d${DURATION}s --latency\` per route, the server
 with its default workers (one per core) on the same machine as wrk; SQLite in WAL mode

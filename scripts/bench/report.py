@@ -92,15 +92,38 @@ DESIGN = """## Why a list costs what its page costs
 - **Each list is compared with the point read run just before it** (same tables, neighbouring
   seconds; the ceiling is measured the same way): this shared 2-core machine drifts by more
   than the margins being checked over a section's few minutes.
-- **PostgreSQL's read p99 is the machine's two actix workers, not the database.** The table's
-  PostgreSQL read rows show p99s of hundreds of ms beside p50s under 1 ms, and so does the bare
-  ceiling; the write rows do not. Measured on 2026-11-26 (10,000 notes, `GET /notes/{id}`,
-  `wrk -c16`): the server's 16 PostgreSQL sessions sat idle waiting for the client in 97% of
-  `pg_stat_activity` samples, `pgbench -S -c16` against the same server had a p99 of 1.2 ms, and
-  `perf sched` showed no thread waiting more than 32 ms for a core. With `WORKERS=1` the same run
-  had a p99 of 1.8 ms (max 9.7 ms) at the same throughput (20.1k against 19.2–19.7k req/s); with
-  2 workers 46–590 ms over six runs, with 4 workers 76 ms. Where the requests wait with more than one worker
-  was not found.
+- **PostgreSQL's read tails were the kernel's autogroup scheduling.** Earlier runs showed
+  PostgreSQL read p99s of 94–848 ms beside p50s under 1 ms (the bare ceiling too), but 1.8 ms
+  with `WORKERS=1`. Timing each stage (the `db_call_thread_wait_seconds`, `db_call_seconds` and
+  `db_pool_checkout_wait_seconds` histograms, docs/OPERATIONS.md) put the wait outside the
+  server: with 2 workers wrk saw a p99 of 241 ms while the server's own
+  `http_request_duration_seconds` p99 was under 5 ms and every database stage under 1 ms, so the
+  requests waited before the server read them, for a core. Debian's kernel has
+  `kernel.sched_autogroup_enabled=1`: the scheduler shares the cores per session first, and the
+  server, PostgreSQL's backends and wrk are three sessions. A/B on 2026-11-27 (release build,
+  10,000 notes, `GET /notes/{id}`, `wrk -t1 -c16 -d10s`, one after the other): autogroup on,
+  2 workers 26.7k req/s p99 241 ms and 23.0k p99 518 ms; 1 worker 26.3k p99 5.5 ms and 21.7k
+  p99 1.7 ms; autogroup off, 2 workers 32.6k p99 1.5 ms and 25.6k p99 1.9 ms, 1 worker 27.3k p99
+  1.3 ms. `just bench` now turns autogroup off for its run and puts it back after (the header
+  names the setting), as on a host that serves: autogroup is meant for interactive desktops. A
+  host that runs the service beside PostgreSQL should set `kernel.sched_autogroup_enabled=0`
+  (docs/OPERATIONS.md); with the database on its own machine there is nothing to share.
+- **The bench measures writes, not its bulk load.** After `server seed` loads its 1,000,000-row
+  tables, the bench runs `VACUUM ANALYZE` and a `CHECKPOINT` on PostgreSQL (autovacuum is off on
+  this machine's server; the load's gigabytes of WAL otherwise become a checkpoint whose
+  writeback overlaps the timed runs). The previous run's PostgreSQL create routes at 0.17× of
+  `POST /notes` (`/articles`, `/v1/notes`, `/v2/notes`, `/accounts`, p50 12 ms) did not come back
+  on fresh tables or right after seeding every table to 1,000,000 rows (2026-11-27, release
+  build, `wrk -c16 -d5s`: `POST /notes` 5.6k/s, `/articles` 5.0k, `/v2/notes` 4.6k,
+  `/accounts` 3.2k), so they were the run's order, not the routes.
+- **Opening an account costs two inserts, not more.** `POST /accounts` writes the account row
+  and its `AccountOpened` event; it also ran a savepoint around them (two more round trips, for
+  an error that the insert now avoids with `ON CONFLICT DO NOTHING`) and a multi-row event
+  insert that PostgreSQL parsed and planned again on every call (Diesel prepares only
+  statements of a fixed text; a lone event is now a single-row insert). A/B on PostgreSQL,
+  release build, autogroup off, alternating servers: `POST /accounts` went from 0.57–0.62× to
+  0.71–0.75× of `POST /notes` (3.8–4.0k to 4.6–5.0k req/s); an append alone in its batch takes
+  the prepared statement too.
 - **Recording metrics costs the point read little.** The run measures `GET /notes/{id}` again
   on a second server over the same data with `METRICS=false` (the ratios above). Measured on
   2026-11-27 apart from a full run (release build, SQLite, 10,000 notes, `wrk -t1 -c16 -d5s`,

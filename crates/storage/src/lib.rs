@@ -50,6 +50,15 @@ macro_rules! with_backend {
     };
 }
 
+/// Whether `conn` is inside a transaction now (a nested `Connection::transaction` would then
+/// be a savepoint: two more round trips on PostgreSQL).
+pub fn in_transaction(conn: &mut DbConnection) -> bool {
+    use diesel::connection::{Connection, TransactionManager};
+    <DbConnection as Connection>::TransactionManager::transaction_manager_status_mut(conn)
+        .transaction_depth()
+        .is_ok_and(|depth| depth.is_some())
+}
+
 /// True when `err` is a violation of a unique constraint (on either backend).
 pub fn is_unique_violation(err: &diesel::result::Error) -> bool {
     matches!(

@@ -79,25 +79,26 @@ pub fn insert_account(
     state: &AccountState,
     owner: Option<i64>,
 ) -> Result<(), Error> {
-    diesel::insert_into(accounts::table)
-        .values((
-            accounts::account_id.eq(id),
-            accounts::owner_id.eq(owner),
-            accounts::owner.eq(&state.owner),
-            accounts::balance_cents.eq(state.balance_cents),
-            accounts::is_open.eq(state.is_open),
-            accounts::last_sequence.eq(state.last_sequence),
-            accounts::updated_at.eq(&state.updated_at),
-        ))
-        .execute(conn)
-        .map_err(|e| {
-            if storage::is_unique_violation(&e) {
-                Error::AccountExists { id: id.to_owned() }
-            } else {
-                Error::Storage(e)
-            }
-        })?;
-    Ok(())
+    let values = (
+        accounts::account_id.eq(id),
+        accounts::owner_id.eq(owner),
+        accounts::owner.eq(&state.owner),
+        accounts::balance_cents.eq(state.balance_cents),
+        accounts::is_open.eq(state.is_open),
+        accounts::last_sequence.eq(state.last_sequence),
+        accounts::updated_at.eq(&state.updated_at),
+    );
+    // No error for an existing id: on PostgreSQL an error would abort the caller's whole
+    // transaction, so callers would need a savepoint around this insert.
+    let inserted = storage::with_backend!(conn, |c| diesel::insert_into(accounts::table)
+        .values(values)
+        .on_conflict_do_nothing()
+        .execute(c))
+    .map_err(Error::Storage)?;
+    match inserted {
+        0 => Err(Error::AccountExists { id: id.to_owned() }),
+        _ => Ok(()),
+    }
 }
 
 /// Writes folded states to their projection rows, all in one statement: an upsert whose

@@ -107,11 +107,19 @@ pub fn insert_events(
             )
         })
         .collect();
-    let rows: Vec<(String, EventRow)> =
-        storage::with_backend!(conn, |c| diesel::insert_into(account_events::table)
+    // One event (an account's opening, an append alone in its batch) as a single-row insert:
+    // Diesel prepares that statement once per connection, while a multi-row one, whose text
+    // depends on the number of rows, is parsed and planned again on every call.
+    let rows: Vec<(String, EventRow)> = match values.as_slice() {
+        [one] => storage::with_backend!(conn, |c| diesel::insert_into(account_events::table)
+            .values(*one)
+            .returning((account_events::aggregate_id, EVENT_COLUMNS))
+            .get_results(c))?,
+        _ => storage::with_backend!(conn, |c| diesel::insert_into(account_events::table)
             .values(&values)
             .returning((account_events::aggregate_id, EVENT_COLUMNS))
-            .get_results(c))?;
+            .get_results(c))?,
+    };
     // RETURNING promises no row order: put the rows back in the order they were given.
     let mut by_key: HashMap<(String, i64), Event> = HashMap::with_capacity(rows.len());
     for (aggregate_id, row) in rows {
