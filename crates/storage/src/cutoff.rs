@@ -70,7 +70,7 @@ pub fn within<T>(deadline: Instant, f: impl FnOnce() -> T) -> T {
         fn drop(&mut self) {
             if let Some(call) = CALL.with(|call| call.borrow_mut().take()) {
                 for watch in call.armed {
-                    watch.disarm();
+                    watch.disarm_if(call.deadline);
                 }
             }
         }
@@ -110,8 +110,19 @@ impl Watch {
         });
     }
 
-    fn disarm(&self) {
+    /// Disarms this connection: its call is over (it went back to the pool).
+    pub fn disarm(&self) {
         if let Ok(mut state) = self.state.lock() {
+            state.until = None;
+        }
+    }
+
+    /// Disarms this connection if the call with `deadline` armed it last: a connection this
+    /// thread handed back may already serve another thread's call, armed with its own.
+    fn disarm_if(&self, deadline: Instant) {
+        if let Ok(mut state) = self.state.lock()
+            && state.until == Some(deadline + GRACE)
+        {
             state.until = None;
         }
     }
@@ -374,6 +385,41 @@ mod tests {
             None,
             "no call, nothing armed"
         );
+    }
+
+    #[test]
+    fn leaving_a_call_keeps_the_arming_of_the_next_call_on_the_same_connection() {
+        let watch = Arc::new(Watch {
+            fd: 1_000_000,
+            local: "127.0.0.1:1".parse().unwrap(),
+            peer: "127.0.0.1:2".parse().unwrap(),
+            state: Mutex::default(),
+        });
+        let first = Instant::now() + Duration::from_secs(5);
+        let second = first + Duration::from_secs(1);
+        let (armed, go) = std::sync::mpsc::channel();
+        let (rearmed, done) = std::sync::mpsc::channel();
+        let (left, first_left) = std::sync::mpsc::channel();
+        let watch = &watch;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                within(first, || {
+                    watch.arm();
+                    // The connection goes back to the pool and serves another thread's call.
+                    watch.disarm();
+                    armed.send(()).unwrap();
+                    done.recv().unwrap();
+                });
+                left.send(()).unwrap();
+            });
+            go.recv().unwrap();
+            within(second, || {
+                watch.arm();
+                rearmed.send(()).unwrap();
+                first_left.recv().unwrap();
+                assert_eq!(watch.state.lock().unwrap().until, Some(second + GRACE));
+            });
+        });
     }
 
     #[test]

@@ -107,6 +107,9 @@ impl r2d2::ManageConnection for Manager {
     /// pool, which is when it last worked.
     fn has_broken(&self, conn: &mut Conn) -> bool {
         conn.returned = Some(Instant::now());
+        if let Some(watch) = &conn.watch {
+            watch.disarm();
+        }
         conn.is_discarded() || conn.inner.is_broken()
     }
 }
