@@ -43,15 +43,19 @@ DESIGN = """## Why a list costs what its page costs
   alone. This was most of PostgreSQL's gap at 10,000 rows: the list ran a page query and a
   `COUNT(*)` over the whole table, two round trips and a scan, where the point read ran one
   index lookup (0.24× the point read in the previous run; see the ratio below for this one).
-- **PostgreSQL plans each statement once.** Every connection sets
-  `plan_cache_mode = force_generic_plan` (`storage::Database::establish`). Under the default
-  (`auto`) PostgreSQL planned every execution of a prepared statement with a bound `LIMIT`
-  again, since the generic plan it weighs against assumes a large limit: with `perf` on both
-  processes during `GET /accounts/{id}/events` at 1M rows, the planner took 14% of the
-  machine's samples against 9% for running the query (about a third of the database's share).
-  With generic plans the events page went from 3,559 to 4,670 req/s and every other 1M list
-  gained 10–25% (same machine, same tables, one after the other), while the point read,
-  already on a generic plan, did not move; a deep offset page kept its plan and speed.
+- **PostgreSQL plans with the values it is given.** Connections keep PostgreSQL's default
+  `plan_cache_mode = auto`. An earlier run had set `force_generic_plan` on every connection:
+  under `auto` PostgreSQL plans a prepared statement with a bound `LIMIT` again on each
+  execution, and forcing one generic plan made the 1M-row lists 10–25% faster. But a generic
+  plan is chosen without the values, and on skewed data it is a disaster: once ANALYZE has seen
+  that nearly every comment belongs to one note, `WHERE note_id = $1` is planned for any note as
+  a sequential scan of the whole table. Measured on 2026-11-27 (release build, PostgreSQL, 1M
+  notes, 1M comments all on note 1, `VACUUM ANALYZE`, autogroup off, `wrk -c16 -d5s`,
+  alternating servers): a random note's comments 31 req/s (p99 534–567 ms) forced against
+  9.9–10.4k req/s (p99 5–6 ms) under `auto`; `DELETE /notes/{id}` (its cascade runs the same
+  lookup) 58 req/s (p99 335 ms) against 4,559 req/s (p99 8 ms); the first page of `/notes`
+  17.8–17.9k against 12.9–13.2k req/s (0.73×, the price); an account's events page unchanged.
+  The full run above still had forced generic plans (its `DELETE /notes/{id}` row shows it).
 - **An account's events are served as they are stored.** The payload stays the stored JSON
   text (`serde_json::value::RawValue`) from row to response, instead of being parsed into a
   map and written out again, and the page reads neither `aggregate_id` (the filter) nor
@@ -116,18 +120,11 @@ DESIGN = """## Why a list costs what its page costs
   on fresh tables or right after seeding every table to 1,000,000 rows (2026-11-27, release
   build, `wrk -c16 -d5s`: `POST /notes` 5.6k/s, `/articles` 5.0k, `/v2/notes` 4.6k,
   `/accounts` 3.2k), so they were the run's order, not the routes.
-- **Open: forced generic plans meet skewed data.** This run's PostgreSQL `DELETE /notes/{id}`
-  ran at 56 req/s (p99 388 ms) after the bench's `VACUUM ANALYZE`: every seeded comment belongs
-  to note 1, so the statistics say `comments.note_id` has one value, and under
-  `plan_cache_mode = force_generic_plan` (set on every connection, above) the cascade's
-  `DELETE FROM comments WHERE note_id = $1` is planned once for any note as a sequential scan of
-  1,000,000 rows (`EXPLAIN EXECUTE` on a copy of the data: a seq scan under
-  `force_generic_plan`, an index scan of `comments_note_id` under `auto`). Before, without
-  statistics, the same route ran at 6.9k/s. A list of a note's comments has the same exposure.
-  The create routes of `/articles`, `/v1/notes`, `/v2/notes` and `/accounts` were again at
-  0.18–0.20× of `POST /notes` late in the run, but at 0.98–1.0× on the same tables seeded,
-  vacuumed and checkpointed alone: something earlier in the write section (possibly these slow
-  deletes) causes it, not the routes.
+- **Open: slow creates late in the write section.** In the run above the create routes of
+  `/articles`, `/v1/notes`, `/v2/notes` and `/accounts` were again at 0.18–0.20× of
+  `POST /notes` on PostgreSQL, but at 0.98–1.0× on the same tables seeded, vacuumed and
+  checkpointed alone: something earlier in the write section (perhaps the slow deletes of the
+  forced generic plans, since fixed) causes it, not the routes; the next run will tell.
 - **Opening an account costs two inserts, not more.** `POST /accounts` writes the account row
   and its `AccountOpened` event; it also ran a savepoint around them (two more round trips, for
   an error that the insert now avoids with `ON CONFLICT DO NOTHING`) and a multi-row event

@@ -247,15 +247,12 @@ impl Database {
     fn open_pg(&self) -> Result<PgConnection, StorageError> {
         let t = &self.timeouts;
         let mut conn = PgConnection::establish(&self.pg_url())?;
-        // Every statement is a prepared key lookup or range walk whose best plan does not
-        // depend on the values bound. Under the default (`auto`) PostgreSQL keeps planning
-        // each execution of a statement with a bound LIMIT again, because the cost of
-        // the generic plan it compares with assumes a large LIMIT: that planning was about
-        // a third of the database's CPU on a list page (docs/PERFORMANCE.md).
+        // `plan_cache_mode` stays `auto`: a forced generic plan is chosen without the values,
+        // and on skewed data (most comments on one note) it scanned the whole table for every
+        // other note (docs/PERFORMANCE.md).
         conn.batch_execute(&format!(
             "SET statement_timeout = {}; SET lock_timeout = {}; \
-                     SET idle_in_transaction_session_timeout = {}; \
-                     SET plan_cache_mode = force_generic_plan;",
+                     SET idle_in_transaction_session_timeout = {};",
             t.statement.as_millis(),
             t.lock.as_millis(),
             // A transaction left open by a stuck client must not hold locks forever.
