@@ -36,9 +36,11 @@ export FUZZ_API_KEY FUZZ_JWT
 # The served document's `security` is what the mode enforces, so schemathesis checks the
 # authentication of every operation against it.
 auth_mode="${FUZZ_AUTH:-tokens}"
+# Event streams end after 50 ms (EVENT_STREAM_MAX_AGE_MS), so each generated call is answered
+# whole instead of waiting out the default 15 minutes.
 start_server "$(free_port)" "$work/server.log" \
   DATABASE_URL="$database_url" API_KEYS="$FUZZ_API_KEY" JWT_SECRET="$jwt_secret" \
-  API_AUTH="$auth_mode"
+  API_AUTH="$auth_mode" EVENT_STREAM_MAX_AGE_MS=50
 # The run's bearer token: an admin token, made with the operator key. Users and tokens made
 # first push its ids past the small values hypothesis likes to generate, so that a generated
 # revoke or rotate of /users/{id}/tokens/{id} does not end the run's own credential.

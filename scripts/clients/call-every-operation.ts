@@ -314,6 +314,18 @@ async function main(): Promise<number> {
     if (moved && (moved.withdrawn.sequence !== 3 || moved.deposited.sequence !== 2)) {
       fail(`transfer events ${JSON.stringify(moved)}`, "create_transfer");
     }
+    // The live streams: the server runs with EVENT_STREAM_MAX_AGE_MS=1000, so each answer ends.
+    const stream = expect(
+      await user.GET("/accounts/{id}/events/stream", { params: { path: { id: to } }, parseAs: "text" }),
+      200,
+    );
+    if (stream !== undefined && !stream.includes("id: 2\n")) {
+      fail(`the stream of ${to}: ${stream.slice(0, 300)}`, "stream_account_events");
+    }
+    const feed = expect(await operator.GET("/events/stream", { parseAs: "text" }), 200);
+    if (feed !== undefined && !feed.includes("event: end")) {
+      fail(`the feed: ${feed.slice(-300)}`, "stream_all_events");
+    }
     const closed = expect(await operator.GET("/accounts/{id}", { params: { path: { id } } }), 200);
     if (closed && (closed.is_open || closed.balance_cents !== 1500)) {
       fail(`after the four events expected closed with 1500, got ${JSON.stringify(closed)}`, "get_account");

@@ -336,6 +336,13 @@ def accounts(user: Any, operator: Any) -> None:
     if r is not None and len(appended) == 3 and (r.parsed.is_open or r.parsed.balance_cents != 1500):
         fail(f"after the four events expected closed with 1500, got {r.parsed.to_dict()}", "get_account")
     transfer(user, OpenAccountBody, AmountPayload)
+    # The live streams: the server runs with EVENT_STREAM_MAX_AGE_MS=1000, so each answer ends.
+    r = call("stream_account_events", 200, user, id=f"{RUN}-to")
+    if r is not None and b"id: 2\n" not in r.content:
+        fail(f"the stream of {RUN}-to: {r.content[:300]!r}", "stream_account_events")
+    r = call("stream_all_events", 200, operator)
+    if r is not None and b"event: end" not in r.content:
+        fail(f"the feed: {r.content[-300:]!r}", "stream_all_events")
 
 
 def transfer(user: Any, OpenAccountBody: Any, AmountPayload: Any) -> None:

@@ -24,6 +24,7 @@ mod ownership;
 mod replicas;
 mod request_limits;
 mod storage_faults;
+mod streams;
 mod tags;
 mod tokens;
 mod transfers;

@@ -19,6 +19,7 @@ backend_tests!(
     operator_data_needs_the_operator_key,
     every_write_is_in_the_audit_trail,
     rows_of_the_previous_release_belong_to_the_operator,
+    event_streams_follow_the_accounts_rules,
 );
 
 api_tests!(
@@ -735,4 +736,29 @@ async fn rows_of_the_previous_release_belong_to_the_operator(backend: Backend) {
         body_of(&app, &Cred::Operator, "/accounts/legacy").await["balance_cents"],
         3
     );
+}
+
+/// An account's stream is its owner's (any scope) and the operator's; another user's is not
+/// found. The feed of every account is the operator's alone.
+async fn event_streams_follow_the_accounts_rules(backend: Backend) {
+    let app = tokens_app(backend).await;
+    let u = users(&app).await;
+    let body = json!({"account_id": "ann-1", "owner": "Ann"});
+    created(&app, &u.ann_write.0, "/accounts", body).await;
+    let stream = "/accounts/ann-1/events/stream";
+    for cred in [&u.ann_read, &u.ann_write.0, &Cred::Operator] {
+        let res = send(&app, cred, Method::GET, stream, None).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.headers()["content-type"], "text/event-stream");
+    }
+    let res = send(&app, &u.bob_admin, Method::GET, stream, None).await;
+    problem(res, StatusCode::NOT_FOUND, "not-found").await;
+    let res = send(&app, &Cred::None, Method::GET, stream, None).await;
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    for cred in [&u.ann_write.0, &u.bob_admin] {
+        let res = send(&app, cred, Method::GET, "/events/stream", None).await;
+        assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    }
+    let res = send(&app, &Cred::Operator, Method::GET, "/events/stream", None).await;
+    assert_eq!(res.status(), StatusCode::OK);
 }

@@ -10,8 +10,8 @@ mod types;
 mod walk;
 
 pub use api::{
-    Accounts, Articles, Comments, Notes, Operations, Resource, Tags, Tokens, Users, V1Notes,
-    V2Notes, Webhooks,
+    Accounts, Articles, Comments, Notes, Operations, Resource, StreamedEvent, Subscription, Tags,
+    Tokens, Users, V1Notes, V2Notes, Webhooks,
 };
 pub use conditional::{ETag, Tagged};
 pub use deprecation::{Deprecated, DeprecationWarning};

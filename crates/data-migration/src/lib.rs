@@ -8,5 +8,5 @@ mod verify;
 
 pub use copy::{Progress, connect, migrate};
 pub use error::Error;
-pub use tables::{Checksum, DERIVED_TABLES, tables};
+pub use tables::{Checksum, DERIVED_COLUMNS, DERIVED_TABLES, tables};
 pub use verify::{Report, Side, TableReport, verify};

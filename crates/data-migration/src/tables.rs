@@ -292,6 +292,12 @@ pub(crate) static TABLES: [&dyn Table; 13] = [
 /// target's own triggers as the copy inserts rows (the verification audits it).
 pub const DERIVED_TABLES: [&str; 1] = ["row_counts"];
 
+/// Columns the copy leaves out because the target sets them as it inserts: on PostgreSQL an
+/// event's `tx` is the transaction that wrote it (the global feed's commit order,
+/// `ledger::repo::feed_after`), so a copied event belongs to the copy's transaction; SQLite
+/// has no such column.
+pub const DERIVED_COLUMNS: [(&str, &str); 1] = [("account_events", "tx")];
+
 /// Every table the copy covers, in the order it copies them, with the columns it copies.
 pub fn tables() -> impl Iterator<Item = (&'static str, &'static [&'static str])> {
     TABLES.iter().map(|t| (t.name(), t.columns()))

@@ -532,11 +532,9 @@ fn the_copy_covers_every_table_and_column_of_the_schema() {
         assert_eq!(names(&mut conn, tables_sql), copied, "{backend:?}");
         for (table, columns) in data_migration::tables() {
             let copied: BTreeSet<String> = columns.iter().map(|c| (*c).to_owned()).collect();
-            assert_eq!(
-                names(&mut conn, &columns_sql(table)),
-                copied,
-                "{backend:?}: {table}"
-            );
+            let mut present = names(&mut conn, &columns_sql(table));
+            present.retain(|c| !data_migration::DERIVED_COLUMNS.contains(&(table, c.as_str())));
+            assert_eq!(present, copied, "{backend:?}: {table}");
         }
     }
 }

@@ -45,6 +45,30 @@ pub fn ok<T: apistos::ApiComponent>(
     )
 }
 
+/// The 200 of a text body (`{"type": "string"}`) of `content_type`.
+pub fn text_ok(content_type: &str, description: &str, v: OpenApiVersion) -> Responses {
+    let string = ApistosSchema::from_value(&serde_json::json!({"type": "string"}), v);
+    let schema = match v {
+        OpenApiVersion::OAS3_0 => {
+            apistos::VersionSpecificSchema::OAS3_0(ReferenceOr::Object(string))
+        }
+        OpenApiVersion::OAS3_1 => apistos::VersionSpecificSchema::OAS3_1(string),
+    };
+    let text = apistos::paths::MediaType {
+        schema: Some(schema),
+        ..Default::default()
+    };
+    let ok = Response {
+        description: description.to_owned(),
+        content: std::collections::BTreeMap::from([(content_type.to_owned(), text)]),
+        ..Default::default()
+    };
+    Responses {
+        responses: std::collections::BTreeMap::from([("200".to_owned(), ReferenceOr::Object(ok))]),
+        ..Default::default()
+    }
+}
+
 /// Implements `ApiComponent` for an answer type `$answer<T>` whose body is documented as
 /// `$base<T>`'s, with `$responses` (a `fn(OpenApiVersion, Option<String>, Option<String>) ->
 /// Option<Responses>`) documenting its responses.

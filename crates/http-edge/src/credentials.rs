@@ -19,6 +19,16 @@ use crate::error::ApiError;
 /// The API key header when the app names none.
 pub const DEFAULT_API_KEY_HEADER: &str = "X-API-Key";
 
+/// `API_KEY_HEADER`'s value: an HTTP header name (a token of RFC 9110).
+pub fn header_name(v: &str) -> Result<String, &'static str> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if v.chars().all(token) {
+        Ok(v.to_owned())
+    } else {
+        Err("expected an HTTP header name such as X-API-Key")
+    }
+}
+
 /// The API keys and the JWT verifier, built once from [`Settings`].
 #[derive(Debug, Clone)]
 pub struct Credentials {

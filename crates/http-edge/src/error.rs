@@ -44,6 +44,11 @@ impl ApiError {
     }
 
     /// A 500 whose cause goes to the log only.
+    /// What went wrong, for the log (never for the client).
+    pub fn cause(&self) -> Option<&str> {
+        self.cause.as_deref()
+    }
+
     pub fn internal(cause: impl fmt::Display) -> Self {
         ApiError {
             cause: Some(cause.to_string()),

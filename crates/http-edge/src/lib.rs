@@ -30,5 +30,6 @@ pub mod metrics;
 pub mod middleware;
 pub mod probe;
 pub mod serve;
+pub mod sse;
 
 pub use edge::{Edge, registered};

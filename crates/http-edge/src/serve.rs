@@ -114,3 +114,90 @@ pub fn raise_open_file_limit() {
         }
     }
 }
+
+/// The signals that stop a server, caught from [`StopSignals::install`] on (before the server
+/// binds, so a signal that arrives once it answers is never the default, killing one).
+pub struct StopSignals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    pub fn install() -> std::io::Result<StopSignals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(StopSignals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+            quit: signal(SignalKind::quit())?,
+        })
+    }
+
+    /// Stops `server` on the first signal. SIGTERM: `draining` is set at once (`/health/ready`
+    /// turns 503, event streams end) and everything else is still served for `drain`; then
+    /// in-flight requests finish (graceful shutdown). SIGINT or SIGQUIT: the graceful shutdown
+    /// at once.
+    pub fn stop(
+        self,
+        server: actix_web::dev::ServerHandle,
+        draining: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        drain: std::time::Duration,
+    ) {
+        let StopSignals {
+            mut term,
+            mut int,
+            mut quit,
+        } = self;
+        actix_web::rt::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {
+                    draining.store(true, std::sync::atomic::Ordering::Release);
+                    log::info!("SIGTERM: not ready; draining for {} s, then stopping", drain.as_secs());
+                    tokio::time::sleep(drain).await;
+                }
+                _ = int.recv() => log::info!("SIGINT: stopping"),
+                _ = quit.recv() => log::info!("SIGQUIT: stopping"),
+            }
+            server.stop(true).await;
+        });
+    }
+}
+
+/// The interactive documentation and its neighbours, beside the OpenAPI document `doc` served
+/// at `spec_path`: Swagger UI under `/docs` (`/docs` itself redirects there), and
+/// `/favicon.ico`, which Swagger UI's page names not but browsers ask for: no content, and
+/// cacheable for a day rather than a 404 on every visit.
+pub fn docs(
+    cfg: &mut actix_web::web::ServiceConfig,
+    spec_path: &'static str,
+    doc: std::sync::Arc<serde_json::Value>,
+    title: &'static str,
+) {
+    use actix_web::{HttpResponse, web};
+    let favicon = || async {
+        HttpResponse::NoContent()
+            .insert_header(("Cache-Control", "public, max-age=86400"))
+            .finish()
+    };
+    let redirect = || async {
+        HttpResponse::PermanentRedirect()
+            .insert_header(("Location", "/docs/"))
+            .finish()
+    };
+    cfg.route(
+        spec_path,
+        web::get().to(move || {
+            let doc = doc.clone();
+            async move { HttpResponse::Ok().json(&*doc) }
+        }),
+    )
+    .route("/favicon.ico", web::get().to(favicon))
+    .route("/docs", web::get().to(redirect))
+    .service(swagger_ui_dist::generate_scope(
+        swagger_ui_dist::ApiDefinition {
+            uri_prefix: "/docs",
+            api_definition: swagger_ui_dist::OpenApiSource::Uri(spec_path),
+            title: Some(title),
+        },
+    ));
+}

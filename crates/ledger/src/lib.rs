@@ -18,9 +18,9 @@ pub use error::Error;
 pub use fold::{apply, decide, replay};
 pub use model::{
     ACCOUNT_ID_MAX, AGGREGATE_TYPE, AMOUNT_MAX, Account, AccountState, AppendEvent, CallerKey,
-    Change, EVENTS_LIMIT_MAX, EVENTS_PAGE_MAX_BYTES, Event, EventType, Fact, IDEMPOTENCY_KEY_MAX,
-    IdempotencyKey, OWNER_MAX, OpenAccount, PAYLOAD_MAX_BYTES, Precondition, PreconditionFailed,
-    Transfer, is_valid_account_id,
+    Change, EVENTS_LIMIT_MAX, EVENTS_PAGE_MAX_BYTES, Event, EventType, Fact, FeedPosition,
+    IDEMPOTENCY_KEY_MAX, IdempotencyKey, OWNER_MAX, OpenAccount, PAYLOAD_MAX_BYTES, Precondition,
+    PreconditionFailed, Transfer, is_valid_account_id,
 };
 #[cfg(feature = "db")]
 pub use service::{Append, Appender, EventsPage, Recorded};

@@ -2,10 +2,9 @@
 
 use std::net::TcpListener;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use actix_web::HttpResponse;
 use actix_web::dev::Server;
 use actix_web::middleware::{Condition, from_fn};
 use actix_web::web::{self, Data};
@@ -26,6 +25,7 @@ use http_edge::middleware::limits::{self, Limits};
 use http_edge::middleware::problems::{self, ProblemBase};
 use http_edge::middleware::{access_log, consistency, head, headers, path, rate_limit, spans};
 use http_edge::serve::Serving;
+pub use http_edge::serve::StopSignals;
 
 pub struct Application {
     port: u16,
@@ -141,6 +141,7 @@ impl Application {
                 max_active: settings.token_max_active,
             },
             pruner: idempotency::Pruner::start(store, keys.clone()),
+            streams: http_edge::sse::Streams::new(settings.event_streams, Arc::clone(&draining)),
             draining: Arc::clone(&draining),
         };
         let edge = Edge {
@@ -205,28 +206,9 @@ impl Application {
         served
     }
 
-    /// Runs until one of `signals`. SIGTERM: `/health/ready` turns 503 at once and everything
-    /// else is still served for `DRAIN_SECS`; then in-flight requests finish (graceful
-    /// shutdown, at most 10 s). SIGINT or SIGQUIT: the graceful shutdown at once.
+    /// Runs until one of `signals` (`http_edge::serve::StopSignals::stop`).
     pub async fn run_until_signalled(self, signals: StopSignals) -> std::io::Result<()> {
-        let (handle, draining, drain) = (self.server.handle(), self.draining, self.drain);
-        let StopSignals {
-            mut term,
-            mut int,
-            mut quit,
-        } = signals;
-        actix_web::rt::spawn(async move {
-            tokio::select! {
-                _ = term.recv() => {
-                    draining.store(true, Ordering::Release);
-                    log::info!("SIGTERM: not ready; draining for {} s, then stopping", drain.as_secs());
-                    tokio::time::sleep(drain).await;
-                }
-                _ = int.recv() => log::info!("SIGINT: stopping"),
-                _ = quit.recv() => log::info!("SIGQUIT: stopping"),
-            }
-            handle.stop(true).await;
-        });
+        signals.stop(self.server.handle(), self.draining, self.drain);
         let served = self.server.await;
         flush(self.spans).await;
         served
@@ -308,56 +290,6 @@ impl AppParts {
             ))
             .wrap(from_fn(path::normalize))
             .build_with(SPEC_PATH, BuildConfig::default().disable_openapi_route())
-            .route(
-                SPEC_PATH,
-                web::get().to(move || {
-                    let doc = doc.clone();
-                    async move { HttpResponse::Ok().json(&*doc) }
-                }),
-            )
-            // Swagger UI's page names no icon, so browsers ask for this one: no content, and
-            // cacheable for a day rather than a 404 on every visit.
-            .route(
-                "/favicon.ico",
-                web::get().to(|| async {
-                    HttpResponse::NoContent()
-                        .insert_header(("Cache-Control", "public, max-age=86400"))
-                        .finish()
-                }),
-            )
-            .route(
-                "/docs",
-                web::get().to(|| async {
-                    HttpResponse::PermanentRedirect()
-                        .insert_header(("Location", "/docs/"))
-                        .finish()
-                }),
-            )
-            .service(swagger_ui_dist::generate_scope(
-                swagger_ui_dist::ApiDefinition {
-                    uri_prefix: "/docs",
-                    api_definition: swagger_ui_dist::OpenApiSource::Uri(SPEC_PATH),
-                    title: Some("Notes service API"),
-                },
-            ))
-    }
-}
-
-/// The signals that stop a server, caught from [`StopSignals::install`] on (before the server
-/// binds, so a signal that arrives once it answers is never the default, killing one).
-pub struct StopSignals {
-    term: tokio::signal::unix::Signal,
-    int: tokio::signal::unix::Signal,
-    quit: tokio::signal::unix::Signal,
-}
-
-impl StopSignals {
-    pub fn install() -> std::io::Result<StopSignals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(StopSignals {
-            term: signal(SignalKind::terminate())?,
-            int: signal(SignalKind::interrupt())?,
-            quit: signal(SignalKind::quit())?,
-        })
+            .configure(|cfg| http_edge::serve::docs(cfg, SPEC_PATH, doc, "Notes service API"))
     }
 }

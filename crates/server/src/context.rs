@@ -30,6 +30,8 @@ pub struct Context {
     pub token_policy: tokens::Policy,
     /// Deletes expired idempotency keys while the app lives.
     pub pruner: idempotency::Pruner,
+    /// The live event streams: their wake-up (every commit of an event) and their limits.
+    pub streams: Arc<http_edge::sse::Streams>,
     /// Set from SIGTERM on: `/health/ready` answers 503 for the drain period.
     pub draining: Arc<AtomicBool>,
 }

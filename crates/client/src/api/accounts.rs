@@ -5,6 +5,7 @@ use futures_util::Stream;
 use reqwest::{Method, StatusCode};
 
 use crate::api::segment;
+use crate::api::streams::Subscription;
 use crate::conditional::{ETag, Tagged};
 use crate::error::ClientError;
 use crate::idempotency::{Created, IdempotencyKey};
@@ -282,6 +283,32 @@ impl Accounts<'_> {
     ) -> Result<Created<Transfer>, ClientError> {
         let call = Call::new("create_transfer", Method::POST, "/transfers").json(transfer)?;
         self.client.create(call, key).await
+    }
+
+    /// A live subscription to the account's events (`GET /accounts/{id}/events/stream`):
+    /// every event after sequence `after` (all of them without), then each new one as it is
+    /// committed; it reconnects and resumes by itself ([`Subscription`]).
+    ///
+    /// ```no_run
+    /// # async fn run(api: client::Client) -> Result<(), client::ClientError> {
+    /// let mut events = api.accounts().subscribe("acc-1", Some(2))?;
+    /// let third = events.next().await?;
+    /// assert_eq!(third.event.sequence, 3);
+    /// # Ok(()) }
+    /// ```
+    pub fn subscribe(&self, id: &str, after: Option<i64>) -> Result<Subscription, ClientError> {
+        let op = "stream_account_events";
+        let path = path(op, id, "/events/stream")?;
+        let after = after.map(|n| n.to_string());
+        Ok(Subscription::new(self.client.clone(), op, path, after))
+    }
+
+    /// A live subscription to every account's events in commit order (`GET /events/stream`,
+    /// the operator's): after `after` (a [`StreamedEvent::id`] it returned before; the
+    /// beginning without), then each new one as it is committed.
+    pub fn subscribe_all(&self, after: Option<&str>) -> Subscription {
+        let (op, path) = ("stream_all_events", "/events/stream".to_owned());
+        Subscription::new(self.client.clone(), op, path, after.map(str::to_owned))
     }
 
     fn append_call(&self, id: &str, event: &NewEvent) -> Result<Call, ClientError> {

@@ -5,6 +5,7 @@
 mod accounts;
 mod articles;
 mod resource;
+mod streams;
 mod users;
 mod versioned;
 mod webhooks;
@@ -12,6 +13,7 @@ mod webhooks;
 pub use accounts::Accounts;
 pub use articles::Articles;
 pub use resource::{Comments, Notes, Operations, Resource, Tags};
+pub use streams::{StreamedEvent, Subscription};
 pub use users::{Tokens, Users};
 pub use versioned::{V1Notes, V2Notes};
 pub use webhooks::Webhooks;
@@ -321,6 +323,7 @@ mod tests {
             include_str!("accounts.rs"),
             include_str!("articles.rs"),
             include_str!("resource.rs"),
+            include_str!("streams.rs"),
             include_str!("users.rs"),
             include_str!("versioned.rs"),
             include_str!("webhooks.rs"),

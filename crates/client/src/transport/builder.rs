@@ -68,7 +68,7 @@ impl RetryPolicy {
         }
     }
 
-    pub(super) fn backoff(&self, attempt: u32) -> Duration {
+    pub(crate) fn backoff(&self, attempt: u32) -> Duration {
         let factor = 2u32.saturating_pow(attempt.saturating_sub(1));
         self.base_backoff
             .saturating_mul(factor)

@@ -71,6 +71,13 @@ impl fmt::Debug for Client {
     }
 }
 
+/// What opening an event stream found.
+pub(crate) enum Opened {
+    Stream(reqwest::Response),
+    /// Not a stream (an error answer), read whole.
+    Refused(Reply),
+}
+
 /// One logical call: the OpenAPI operation, method, path, headers and body.
 pub(crate) struct Call {
     pub op: &'static str,
@@ -236,15 +243,15 @@ impl Client {
             .and_then(|(_, t)| t.to_str().ok().map(str::to_owned))
     }
 
-    async fn send_once(&self, call: &Call) -> Result<Reply, Failure> {
+    /// `call` as a request: the client's headers, the session's consistency token.
+    fn request(&self, call: &Call) -> reqwest::RequestBuilder {
         let url = format!("{}{}", self.inner.base, call.path);
         let mut req = self
             .inner
             .http
             .request(call.method.clone(), url)
             .headers(self.inner.headers.clone())
-            .headers(call.headers.clone())
-            .header(header::ACCEPT, "application/json, application/problem+json");
+            .headers(call.headers.clone());
         if let Some((_, token)) = self.consistency().clone() {
             req = req.header(CONSISTENCY_TOKEN, token);
         }
@@ -256,7 +263,52 @@ impl Client {
                 .header(header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
         }
-        let mut res = req.send().await.map_err(Failure::Send)?;
+        req
+    }
+
+    /// The retry policy this client was built with.
+    pub(crate) fn retry_policy(&self) -> RetryPolicy {
+        self.inner.retry
+    }
+
+    /// Opens an event stream: its body still to read, or any other answer read whole. Not
+    /// bounded by the client's timeout (a stream lasts); its reader bounds each silence.
+    pub(crate) async fn open_stream(&self, call: &Call) -> Result<Opened, reqwest::Error> {
+        let res = self
+            .request(call)
+            .header(
+                header::ACCEPT,
+                "text/event-stream, application/problem+json",
+            )
+            .timeout(Duration::from_secs(24 * 3_600))
+            .send()
+            .await?;
+        if res.status() == StatusCode::OK {
+            return Ok(Opened::Stream(res));
+        }
+        match self.reply(call, res).await {
+            Ok(reply) => Ok(Opened::Refused(reply)),
+            Err(Failure::Send(e)) => Err(e),
+            Err(Failure::Body(reason)) => Ok(Opened::Refused(Reply {
+                op: call.op,
+                plain_errors: false,
+                status: StatusCode::BAD_GATEWAY,
+                headers: HeaderMap::new(),
+                body: reason.into_bytes(),
+            })),
+        }
+    }
+
+    async fn send_once(&self, call: &Call) -> Result<Reply, Failure> {
+        let req = self
+            .request(call)
+            .header(header::ACCEPT, "application/json, application/problem+json");
+        let res = req.send().await.map_err(Failure::Send)?;
+        self.reply(call, res).await
+    }
+
+    /// An answer read whole (at most [`MAX_RESPONSE_BYTES`]).
+    async fn reply(&self, call: &Call, mut res: reqwest::Response) -> Result<Reply, Failure> {
         let status = res.status();
         let headers = std::mem::take(res.headers_mut());
         if let Some(token) = headers.get(CONSISTENCY_TOKEN)

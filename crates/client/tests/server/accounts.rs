@@ -3,10 +3,84 @@
 use client::{
     EventType, EventsRequest, NewEvent, NewTransfer, OpenAccount, PageRequest, Slug, TryStreamExt,
 };
+use futures_util::StreamExt;
 
 use crate::{Running, connect};
 
-on_both_backends!(accounts_events_and_concurrency, transfers_move_money_once,);
+on_both_backends!(
+    accounts_events_and_concurrency,
+    transfers_move_money_once,
+    subscriptions_resume_without_loss_or_repeat => short_streams,
+);
+
+/// Streams that end every 300 ms, so that a subscription reconnects many times.
+fn short_streams(s: &mut server::Settings) {
+    s.event_streams.max_age = std::time::Duration::from_millis(300);
+    s.event_streams.heartbeat = std::time::Duration::from_millis(100);
+}
+
+async fn subscriptions_resume_without_loss_or_repeat(server: Running) {
+    let api = connect(&server);
+    let accounts = api.accounts();
+    accounts
+        .open(&OpenAccount::new("acc-s", "Ann"))
+        .await
+        .unwrap();
+    let mut events = accounts.subscribe("acc-s", None).unwrap();
+    let first = events.next().await.unwrap();
+    assert_eq!((first.id.as_str(), first.event.sequence), ("1", 1));
+    // Appends while the subscription reads, across several of the server's stream ends.
+    let writer = {
+        let api = api.clone();
+        tokio::spawn(async move {
+            for _ in 0..20 {
+                api.accounts()
+                    .append("acc-s", &NewEvent::deposit(1))
+                    .await
+                    .unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+            }
+        })
+    };
+    let mut sequences = Vec::new();
+    for _ in 0..20 {
+        sequences.push(events.next().await.unwrap().event.sequence);
+    }
+    writer.await.unwrap();
+    assert_eq!(sequences, (2..=21).collect::<Vec<_>>());
+    assert_eq!(events.last_event_id(), Some("21"));
+
+    // The feed of every account, and a new subscription after a position it returned.
+    let feed: Vec<_> = accounts
+        .subscribe_all(None)
+        .into_stream()
+        .take(21)
+        .try_collect()
+        .await
+        .unwrap();
+    let again = accounts
+        .subscribe_all(Some(&feed[4].id))
+        .next()
+        .await
+        .unwrap();
+    assert_eq!(again, feed[5]);
+    let resumed = accounts
+        .subscribe("acc-s", Some(19))
+        .unwrap()
+        .next()
+        .await
+        .unwrap();
+    assert_eq!(resumed.event.sequence, 20);
+
+    // A refusal is returned at once, typed.
+    let err = accounts
+        .subscribe("nobody", None)
+        .unwrap()
+        .next()
+        .await
+        .unwrap_err();
+    assert!(err.is(Slug::NotFound), "{err:?}");
+}
 
 async fn accounts_events_and_concurrency(server: Running) {
     let api = connect(&server);

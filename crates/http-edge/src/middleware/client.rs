@@ -55,6 +55,15 @@ pub fn address(req: &ServiceRequest) -> Option<IpAddr> {
     address
 }
 
+/// [`address`] from a handler: the layers' decision when one made it, else the same rule.
+pub fn of_request(req: &actix_web::HttpRequest) -> Option<IpAddr> {
+    if let Some(known) = req.extensions().get::<ClientAddress>() {
+        return known.0;
+    }
+    let proxies = crate::Edge::of(req).map_or(TrustedProxies(0), |e| e.proxies);
+    proxies.client(req.headers(), req.peer_addr().map(|a| a.ip()))
+}
+
 /// An `X-Forwarded-For` entry: an address, possibly with a port (`1.2.3.4:5678`,
 /// `[2001:db8::1]:443`).
 fn parse_hop(hop: &str) -> Option<IpAddr> {

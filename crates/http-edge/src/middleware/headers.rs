@@ -96,6 +96,31 @@ pub async fn stamp(
     Ok(res)
 }
 
+/// `CORS_ORIGINS`: comma-separated origins, each `http(s)://host[:port]` with no path.
+pub fn origins(v: &str) -> Result<Vec<String>, &'static str> {
+    let origins: Vec<String> = v
+        .split(',')
+        .map(|s| s.trim().trim_end_matches('/').to_owned())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let valid = |o: &str| {
+        let rest = o
+            .strip_prefix("https://")
+            .or_else(|| o.strip_prefix("http://"));
+        rest.is_some_and(|host| {
+            !host.is_empty()
+                && host
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
+        })
+    };
+    if origins.iter().all(|o| valid(o)) {
+        Ok(origins)
+    } else {
+        Err("expected comma-separated origins like https://app.example.com")
+    }
+}
+
 /// Cross-origin access for the configured origins only (`CORS_ORIGINS`); the request id and
 /// rate-limit headers are readable by browser clients.
 pub fn cors(origins: &[String]) -> actix_cors::Cors {

@@ -2,12 +2,14 @@
 //! from JSON objects.
 
 mod commands;
+mod position;
 mod transfer;
 
 pub use commands::{AppendEvent, OpenAccount, Precondition, PreconditionFailed};
 /// The ledger's keys are the shared `Idempotency-Key` type (crates/idempotency), held by the
 /// caller that sent them.
 pub use idempotency::{CallerKey, Key as IdempotencyKey};
+pub use position::FeedPosition;
 pub use transfer::Transfer;
 
 use serde_json::value::RawValue;

@@ -4,8 +4,10 @@
 
 mod accounts;
 mod events;
+mod feed;
 mod keys;
 
 pub use accounts::*;
 pub use events::*;
+pub use feed::*;
 pub use keys::*;

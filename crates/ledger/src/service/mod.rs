@@ -14,7 +14,10 @@ mod transfer;
 
 pub use append::{Append, Appender, append, append_batch};
 pub use open::open_account;
-pub use read::{EventsPage, get_account, list_accounts, list_events};
+pub use read::{
+    EventsPage, STREAM_BATCH, feed_position, get_account, list_accounts, list_events,
+    stream_events, stream_feed,
+};
 pub use retry::{MAX_ATTEMPTS, RETRIES, is_transient};
 pub use transfer::{Transferred, transfer};
 

@@ -103,3 +103,43 @@ pub fn list_events(
     };
     Ok((items, total))
 }
+
+/// Events of a stream's batch: at most this many per read.
+pub const STREAM_BATCH: i64 = 100;
+
+/// The next batch of an account's stream: events after `after_sequence`, ascending, each with
+/// its sequence (where the stream resumes). The caller has checked once, with [`get_account`],
+/// that the account is the actor's to see (its owner never changes).
+pub fn stream_events(
+    conn: &mut DbConnection,
+    account_id: &str,
+    after_sequence: i64,
+) -> Result<Vec<(i64, Event)>, Error> {
+    let events = repo::events(conn, account_id, after_sequence, None, STREAM_BATCH)?;
+    Ok(events.into_iter().map(|e| (e.sequence, e)).collect())
+}
+
+/// The next batch of the feed of every account (`repo::feed_after`: commit order on both
+/// backends), each event with its position.
+pub fn stream_feed(
+    conn: &mut DbConnection,
+    after: crate::FeedPosition,
+) -> Result<Vec<(crate::FeedPosition, Event)>, Error> {
+    repo::feed_after(conn, after, STREAM_BATCH)
+}
+
+/// Where the feed of every account resumes: `text` (a position the feed sent as an event's
+/// `id`), or the start when there is none.
+pub fn feed_position(text: Option<&str>) -> Result<crate::FeedPosition, Error> {
+    use problem_details::{FieldError, FieldErrorCode};
+    match text {
+        None => Ok(crate::FeedPosition::START),
+        Some(text) => crate::FeedPosition::parse(text).ok_or_else(|| {
+            Error::Validation(vec![FieldError::new(
+                "after",
+                FieldErrorCode::Invalid,
+                "expected a position the feed sent as an event id (<tx>-<id>)",
+            )])
+        }),
+    }
+}

@@ -121,29 +121,12 @@ impl ApiComponent for MetricsText {
         _: Option<String>,
         _: Option<String>,
     ) -> Option<apistos::paths::Responses> {
-        let string = apistos::ApistosSchema::from_value(&serde_json::json!({"type": "string"}), v);
-        let schema = match v {
-            apistos::OpenApiVersion::OAS3_0 => apistos::VersionSpecificSchema::OAS3_0(
-                apistos::reference_or::ReferenceOr::Object(string),
-            ),
-            apistos::OpenApiVersion::OAS3_1 => apistos::VersionSpecificSchema::OAS3_1(string),
-        };
-        let text = apistos::paths::MediaType {
-            schema: Some(schema),
-            ..Default::default()
-        };
-        let ok = apistos::paths::Response {
-            description: "Every metric now, in the Prometheus text format.".to_owned(),
-            content: std::collections::BTreeMap::from([(prometheus::TEXT_FORMAT.to_owned(), text)]),
-            ..Default::default()
-        };
-        Some(apistos::paths::Responses {
-            responses: std::collections::BTreeMap::from([(
-                "200".to_owned(),
-                apistos::reference_or::ReferenceOr::Object(ok),
-            )]),
-            ..Default::default()
-        })
+        let description = "Every metric now, in the Prometheus text format.";
+        Some(http_edge::answers::text_ok(
+            prometheus::TEXT_FORMAT,
+            description,
+            v,
+        ))
     }
 }
 

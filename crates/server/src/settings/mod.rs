@@ -130,6 +130,10 @@ pub struct Settings {
     pub replica_wait: Duration,
     /// `REPLICA_READS`: `token` (default: only reads with a `Consistency-Token`) or `eventual`.
     pub replica_reads: storage::replicas::ReadPolicy,
+    /// `EVENT_STREAM_HEARTBEAT_MS` (15,000), `EVENT_STREAM_POLL_MS` (500),
+    /// `EVENT_STREAM_MAX_AGE_MS` (900,000), `EVENT_STREAMS_PER_CLIENT` (16): the live event
+    /// streams.
+    pub event_streams: http_edge::sse::StreamLimits,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/service.db";
@@ -182,6 +186,7 @@ impl Default for Settings {
             replicas: Vec::new(),
             replica_wait: Duration::from_millis(50),
             replica_reads: storage::replicas::ReadPolicy::WithToken,
+            event_streams: http_edge::sse::StreamLimits::default(),
         }
     }
 }

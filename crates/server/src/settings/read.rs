@@ -7,6 +7,7 @@ use config_vars::{Vars, refuse};
 
 use http_edge::middleware::access_log::LogFormat;
 use http_edge::middleware::client::TrustedProxies;
+use http_edge::sse::StreamLimits;
 use storage::replicas::ReadPolicy;
 use trace_context::export::{Encoding, OtlpConfig};
 
@@ -69,7 +70,7 @@ impl Settings {
             service_name: service_name.clone(),
             api_keys: v.parse("API_KEYS", api_keys)?.unwrap_or_default(),
             api_key_header: v
-                .parse("API_KEY_HEADER", header_name)?
+                .parse("API_KEY_HEADER", http_edge::credentials::header_name)?
                 .unwrap_or(d.api_key_header),
             jwt_secret: v.secret("JWT_SECRET", MIN_SECRET_BYTES)?,
             problem_base_url: v
@@ -91,7 +92,9 @@ impl Settings {
                 .number("MAX_CONNECTIONS_PER_CLIENT", 1.., POSITIVE)?
                 .unwrap_or(DEFAULT_MAX_CONNECTIONS_PER_CLIENT),
             workers: v.number("WORKERS", 1.., POSITIVE)?,
-            cors_origins: v.parse("CORS_ORIGINS", origins)?.unwrap_or_default(),
+            cors_origins: v
+                .parse("CORS_ORIGINS", http_edge::middleware::headers::origins)?
+                .unwrap_or_default(),
             deprecation_form: v
                 .parse("DEPRECATION_HEADER_FORM", |s| {
                     versioned_notes::DeprecationForm::parse(s).ok_or("expected true or rfc9745")
@@ -150,8 +153,21 @@ impl Settings {
                     _ => Err("expected token or eventual"),
                 })?
                 .unwrap_or_default(),
+            event_streams: event_streams(&v)?,
         })
     }
+}
+
+fn event_streams<F: Fn(&str) -> Option<String>>(v: &Vars<F>) -> Result<StreamLimits, ConfigError> {
+    let d = StreamLimits::default();
+    Ok(StreamLimits {
+        heartbeat: v.millis("EVENT_STREAM_HEARTBEAT_MS", d.heartbeat)?,
+        poll: v.millis("EVENT_STREAM_POLL_MS", d.poll)?,
+        max_age: v.millis("EVENT_STREAM_MAX_AGE_MS", d.max_age)?,
+        per_client: v
+            .number("EVENT_STREAMS_PER_CLIENT", 1.., POSITIVE)?
+            .unwrap_or(d.per_client),
+    })
 }
 
 /// `TRUSTED_PROXIES`, or `TRUST_FORWARDED_FOR=true` meaning 1; the count, when given, wins.
@@ -203,40 +219,6 @@ fn api_keys(v: &str) -> Result<Vec<Secret>, &'static str> {
         Ok(keys.into_iter().map(Secret::new).collect())
     } else {
         Err("every key must be at least 32 bytes (generate one with: openssl rand -hex 32)")
-    }
-}
-
-fn header_name(v: &str) -> Result<String, &'static str> {
-    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-    if v.chars().all(token) {
-        Ok(v.to_owned())
-    } else {
-        Err("expected an HTTP header name such as X-API-Key")
-    }
-}
-
-/// Comma-separated origins, each `http(s)://host[:port]` with no path.
-fn origins(v: &str) -> Result<Vec<String>, &'static str> {
-    let origins: Vec<String> = v
-        .split(',')
-        .map(|s| s.trim().trim_end_matches('/').to_owned())
-        .filter(|s| !s.is_empty())
-        .collect();
-    let valid = |o: &str| {
-        let rest = o
-            .strip_prefix("https://")
-            .or_else(|| o.strip_prefix("http://"));
-        rest.is_some_and(|host| {
-            !host.is_empty()
-                && host
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
-        })
-    };
-    if origins.iter().all(|o| valid(o)) {
-        Ok(origins)
-    } else {
-        Err("expected comma-separated origins like https://app.example.com")
     }
 }
 

@@ -232,3 +232,33 @@ impl http_edge::idempotent::Addressable for TransferDto {
         None
     }
 }
+
+/// Where an account's stream starts: after `after_sequence` (default 0); a reconnect's
+/// `Last-Event-ID` takes its place.
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct StreamQuery {
+    /// Only events with a greater sequence.
+    #[schemars(range(min = 0))]
+    pub after_sequence: Option<i64>,
+}
+
+/// Where the feed of every account starts: after `after` (a position the feed sent as an
+/// event's `id`; default the beginning); a reconnect's `Last-Event-ID` takes its place.
+#[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
+#[schemars(crate = "apistos")]
+pub struct FeedQuery {
+    #[schemars(regex(pattern = r"^[0-9]{1,19}(-[0-9]{1,19})?$"))]
+    pub after: Option<String>,
+}
+
+/// Events as a stream sends them: each `id` where a reconnect resumes (`C`, a sequence or a
+/// feed position), each `data` the event as `GET /accounts/{id}/events` lists it.
+pub fn frames<C: ToString>(batch: Vec<(C, Event)>) -> Vec<(C, http_edge::sse::Frame)> {
+    let frame = |(at, event): (C, Event)| {
+        let data = serde_json::to_string(&AccountEventDto::from(event)).unwrap_or_default();
+        let id = at.to_string();
+        (at, http_edge::sse::Frame { id, data })
+    };
+    batch.into_iter().map(frame).collect()
+}

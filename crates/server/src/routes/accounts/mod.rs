@@ -19,6 +19,7 @@ use http_edge::links::Linked;
 use idempotency::Scope;
 
 mod dto;
+mod streams;
 
 pub use dto::*;
 
@@ -34,6 +35,7 @@ pub use dto::*;
     error_code = 503
 )]
 pub async fn open(
+    context: Data<Context>,
     db: Db,
     keyed: KeyedCreate,
     body: JsonObject<OpenAccountBody>,
@@ -49,6 +51,7 @@ pub async fn open(
             },
         )
         .await?;
+    context.streams.notify();
     Ok(created_event(recorded, true))
 }
 
@@ -116,6 +119,7 @@ pub async fn append(
     let recorded = precondition
         .judge(context.appender.append(job).await)
         .map_err(failed)??;
+    context.streams.notify();
     Ok(created_event(recorded, false))
 }
 
@@ -134,6 +138,7 @@ pub async fn append(
     error_code = 503
 )]
 pub async fn transfer(
+    context: Data<Context>,
     db: Db,
     keyed: KeyedCreate,
     body: JsonObject<TransferBody>,
@@ -141,7 +146,9 @@ pub async fn transfer(
     let (input, actor) = (Transfer::from_json(&body)?, db.actor());
     let scope = Scope::of("create_transfer", &[]);
     let transfer = move |c: &mut _| service::transfer(c, &input, actor).map(TransferDto::from);
-    keyed.create(&db, scope, &body, transfer).await
+    let created = keyed.create(&db, scope, &body, transfer).await?;
+    context.streams.notify();
+    Ok(created)
 }
 
 /// List an account's events
@@ -172,7 +179,9 @@ pub const ACCESS: &[Rule] = &[
     Rule::any("/accounts", Access::Bearer),
     Rule::any("/accounts/{id}", Access::Bearer),
     Rule::any("/accounts/{id}/events", Access::Bearer),
+    Rule::any("/accounts/{id}/events/stream", Access::Bearer),
     Rule::any("/transfers", Access::Bearer),
+    Rule::any("/events/stream", Access::OperatorOnly),
 ];
 
 pub fn configure(cfg: &mut ServiceConfig) {
@@ -187,5 +196,7 @@ pub fn configure(cfg: &mut ServiceConfig) {
             .route(get().to(events))
             .route(post().to(append)),
     )
-    .service(resource("/transfers").route(post().to(transfer)));
+    .service(resource("/accounts/{id}/events/stream").route(get().to(streams::account)))
+    .service(resource("/transfers").route(post().to(transfer)))
+    .service(resource("/events/stream").route(get().to(streams::all)));
 }

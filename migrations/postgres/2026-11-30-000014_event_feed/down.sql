@@ -1,0 +1,2 @@
+DROP INDEX account_events_feed;
+ALTER TABLE account_events DROP COLUMN tx;
