@@ -40,7 +40,8 @@ auth_mode="${FUZZ_AUTH:-tokens}"
 # whole instead of waiting out the default 15 minutes.
 start_server "$(free_port)" "$work/server.log" \
   DATABASE_URL="$database_url" API_KEYS="$FUZZ_API_KEY" JWT_SECRET="$jwt_secret" \
-  API_AUTH="$auth_mode" EVENT_STREAM_MAX_AGE_MS=50
+  API_AUTH="$auth_mode" EVENT_STREAM_MAX_AGE_MS=50 \
+  WEBHOOK_SIGNING_KEY="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
 # The run's bearer token: an admin token, made with the operator key. Users and tokens made
 # first push its ids past the small values hypothesis likes to generate, so that a generated
 # revoke or rotate of /users/{id}/tokens/{id} does not end the run's own credential.

@@ -95,7 +95,8 @@ webhook_secret="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
 jwt=$(hs256_jwt "$jwt_secret" generated-clients)
 start_server "$(free_port)" "$work/server.log" DATABASE_URL="sqlite://$work/clients.db" \
   API_AUTH=tokens API_KEYS="$api_key" JWT_SECRET="$jwt_secret" WEBHOOK_SECRET="$webhook_secret" \
-  EVENT_STREAM_MAX_AGE_MS=1000
+  EVENT_STREAM_MAX_AGE_MS=1000 WEBHOOK_SIGNING_KEY="$(python3 -c 'import secrets; print(secrets.token_hex(32))')" \
+  WEBHOOK_ENDPOINT_ALLOW=127.0.0.1
 run_env=(OPENAPI_DOC="$DOC" BASE_URL="$BASE" API_KEY="$api_key" JWT="$jwt" WEBHOOK_SECRET="$webhook_secret")
 
 if [ -d "$work/python/notes_client" ]; then

@@ -251,6 +251,23 @@ async function main(): Promise<number> {
     expect(await user.DELETE("/tags/{tag_id}", { params: { path } }), 204);
   }
 
+  // An outbound webhook endpoint, registered before the account events so that it gets them:
+  // this server's own /webhook (allowed by WEBHOOK_ENDPOINT_ALLOW), which refuses them.
+  const endpoint = expect(await user.POST("/webhook-endpoints", { body: { url: `${BASE}/webhook` } }), 201);
+  if (endpoint) {
+    const path = { id: String(endpoint.id) };
+    if (!endpoint.secret.startsWith("whsec_")) fail("no whsec_ secret", "create_webhook_endpoint");
+    expect(await user.GET("/webhook-endpoints", {}), 200);
+    expect(await user.GET("/webhook-endpoints/{id}", { params: { path } }), 200);
+    const changed = expect(
+      await user.PATCH("/webhook-endpoints/{id}", { params: { path }, body: { enabled: true } }),
+      200,
+    );
+    if (changed && !changed.enabled) fail("not enabled", "update_webhook_endpoint");
+    const rotated = expect(await user.POST("/webhook-endpoints/{id}/rotate-secret", { params: { path } }), 200);
+    if (rotated && rotated.secret_version !== 2) fail(`version ${rotated.secret_version}`, "rotate_webhook_endpoint_secret");
+  }
+
   // Event-sourced accounts: open, every event type append_event takes, then the list.
   const id = `${RUN}-acc`;
   const opened = expect(
@@ -409,6 +426,31 @@ async function main(): Promise<number> {
       200,
     );
     expect(await user.DELETE("/examples/tags/{id}", { params: { path } }), 204);
+  }
+
+  // The endpoint's delivery log once the dispatcher has tried; a redelivery; then it goes.
+  if (endpoint) {
+    const path = { id: String(endpoint.id) };
+    let first: { id: number; message_id: string } | undefined;
+    for (let i = 0; i < 100 && !first; i++) {
+      const log = expect(await user.GET("/webhook-endpoints/{id}/deliveries", { params: { path } }), 200);
+      first = log?.items[0];
+      if (!first) await new Promise((done) => setTimeout(done, 100));
+    }
+    if (!first) {
+      fail("no delivery attempt within 10 s", "list_webhook_deliveries");
+    } else {
+      const again = expect(
+        await user.POST("/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver", {
+          params: { path: { ...path, delivery_id: first.id } },
+        }),
+        201,
+      );
+      if (again && (!again.manual || again.message_id !== first.message_id)) {
+        fail(`redelivery ${JSON.stringify(again)}`, "redeliver_webhook");
+      }
+    }
+    expect(await user.DELETE("/webhook-endpoints/{id}", { params: { path } }), 204);
   }
 
   // Signed webhook intake: the signature covers exactly the bytes sent, so the body is

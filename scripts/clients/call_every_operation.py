@@ -234,7 +234,10 @@ def main() -> int:
         call("delete_tag", 204, user, tag_id=tag_id)
 
     # Event-sourced accounts (area E): open, then every event type append_event takes, then the list.
+    endpoint = register_endpoint(user)
     accounts(user, operator)
+    if endpoint is not None:
+        endpoint_log(user, endpoint)
 
     # Articles (area B).
     ArticleBody = model("ArticleBody")
@@ -286,6 +289,51 @@ def main() -> int:
     if r is not None and not r.parsed.items:
         fail("no entry for the run's user", "list_audit")
     return summary()
+
+
+def register_endpoint(user: Any) -> int | None:
+    """An outbound webhook endpoint, registered before the account events so that it gets
+    them: this server's own /webhook (allowed by WEBHOOK_ENDPOINT_ALLOW), which refuses them
+    (no intake signature), so the log fills with failed attempts."""
+    EndpointBody, EndpointPatchBody = model("EndpointBody"), model("EndpointPatchBody")
+    if None in (EndpointBody, EndpointPatchBody):
+        return None
+    r = call("create_webhook_endpoint", 201, user, body=EndpointBody(url=f"{BASE}/webhook"))
+    if r is None:
+        return None
+    eid = r.parsed.id
+    if not r.parsed.secret.startswith("whsec_"):
+        fail(f"secret {r.parsed.secret[:8]}...", "create_webhook_endpoint")
+    r = call("list_webhook_endpoints", 200, user)
+    if r is not None and eid not in [e.id for e in r.parsed.items]:
+        fail("the new endpoint is not listed", "list_webhook_endpoints")
+    call("get_webhook_endpoint", 200, user, id=str(eid))
+    r = call("update_webhook_endpoint", 200, user, id=str(eid), body=EndpointPatchBody(enabled=True))
+    if r is not None and not r.parsed.enabled:
+        fail("not enabled", "update_webhook_endpoint")
+    r = call("rotate_webhook_endpoint_secret", 200, user, id=str(eid))
+    if r is not None and r.parsed.secret_version != 2:
+        fail(f"secret_version {r.parsed.secret_version}", "rotate_webhook_endpoint_secret")
+    return eid
+
+
+def endpoint_log(user: Any, eid: int) -> None:
+    """The delivery log once the dispatcher has tried, one redelivery, then the endpoint goes."""
+    items: list[Any] = []
+    for _ in range(100):
+        r = call("list_webhook_deliveries", 200, user, id=str(eid))
+        items = r.parsed.items if r is not None else []
+        if items:
+            break
+        time.sleep(0.1)
+    if not items:
+        fail("no delivery attempt within 10 s", "list_webhook_deliveries")
+        called.add("redeliver_webhook")
+    else:
+        r = call("redeliver_webhook", 201, user, id=str(eid), delivery_id=items[0].id)
+        if r is not None and (not r.parsed.manual or r.parsed.message_id != items[0].message_id):
+            fail(f"redelivery {r.parsed.to_dict()}", "redeliver_webhook")
+    call("delete_webhook_endpoint", 204, user, id=str(eid))
 
 
 def accounts(user: Any, operator: Any) -> None:

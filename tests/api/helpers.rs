@@ -107,6 +107,11 @@ impl TestApp {
         }
     }
 
+    /// Stops the server (gracefully); the database stays for another one.
+    pub async fn handle_stop(&self) {
+        self.handle.stop(true).await;
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.address, path)
     }

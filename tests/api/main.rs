@@ -20,6 +20,7 @@ mod metrics;
 mod migrations;
 mod notes;
 mod openapi;
+mod outbound_webhooks;
 mod ownership;
 mod replicas;
 mod request_limits;

@@ -11,7 +11,7 @@ mod walk;
 
 pub use api::{
     Accounts, Articles, Comments, Notes, Operations, Resource, StreamedEvent, Subscription, Tags,
-    Tokens, Users, V1Notes, V2Notes, Webhooks,
+    Tokens, Users, V1Notes, V2Notes, WebhookEndpoints, Webhooks,
 };
 pub use conditional::{ETag, Tagged};
 pub use deprecation::{Deprecated, DeprecationWarning};
@@ -26,10 +26,11 @@ pub use types::{
     Account, AccountEvent, AccountEventList, AggregateType, AmountPayload, Article,
     ArticleCursorPage, ArticleInput, ArticleOffsetPage, AuditEntry, AuditPage, AuditRequest,
     CheckState, Checks, Comment, CommentInput, CredentialType, CursorRequest, DegradedPolicy,
-    EventType, EventsRequest, Health, HealthReport, HealthStatus, IssueToken, IssuedToken,
-    MachineHealth, NewEvent, NewTransfer, Note, NoteInput, NoteV1, NoteV1Input, NoteV1List, NoteV2,
-    NoteV2Input, NoteV2List, NoteV2Meta, OkStatus, OpenAccount, Page, PageRequest, Pong,
-    ProblemTypeDoc, Protected, RawToken, Readiness, ReadyCheck, ReadyStatus, ReceiptStatus, Scope,
-    ServiceInfo, Tag, TagInput, TokenInfo, TokenList, Transfer, User, UserInput, V1Usage,
-    Verification, WebhookEvent, WebhookReceipt,
+    EndpointChange, EndpointSecret, EventType, EventsRequest, Health, HealthReport, HealthStatus,
+    IssueToken, IssuedToken, MachineHealth, NewEndpoint, NewEvent, NewTransfer, Note, NoteInput,
+    NoteV1, NoteV1Input, NoteV1List, NoteV2, NoteV2Input, NoteV2List, NoteV2Meta, OkStatus,
+    OpenAccount, Page, PageRequest, Pong, ProblemTypeDoc, Protected, RawToken, Readiness,
+    ReadyCheck, ReadyStatus, ReceiptStatus, Scope, ServiceInfo, Tag, TagInput, TokenInfo,
+    TokenList, Transfer, User, UserInput, V1Usage, Verification, WebhookDelivery, WebhookEndpoint,
+    WebhookEvent, WebhookReceipt,
 };

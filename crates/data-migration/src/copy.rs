@@ -104,6 +104,7 @@ pub fn migrate(
             if target.backend() == Backend::Postgres {
                 reset_sequences(target)?;
             }
+            crate::tables::fill_derived(target)?;
             let report = verify(source, target)?;
             if report.is_ok() {
                 Ok(report)

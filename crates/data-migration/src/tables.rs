@@ -264,6 +264,19 @@ table!(WebhookEvents = webhooks::schema::webhook_events, key id: BigInt, serial 
     id: i64, event_type: String, payload: String, delivered_at: String,
     signature_t: String, signature_v1: String,
 });
+table!(WebhookEndpoints = outbound_webhooks::schema::webhook_endpoints, key id: BigInt,
+    serial Some("id"), {
+    id: i64, owner_id: Option<i64>, url: String, event_types: String, enabled: bool,
+    secret_version: i64, previous_secret_until: i64, created_at: String, updated_at: String,
+    cursor_id: i64, failed_attempts: i64, next_attempt_at: i64, lease_owner: String,
+    lease_until: i64,
+});
+table!(WebhookDeliveries = outbound_webhooks::schema::webhook_deliveries, key id: BigInt,
+    serial Some("id"), {
+    id: i64, endpoint_id: i64, message_id: String, event_id: i64, attempt: i64,
+    outcome: String, response_status: Option<i64>, latency_ms: i64, error: Option<String>,
+    next_attempt_at: Option<i64>, attempted_at: String, manual: bool,
+});
 table!(AuditLog = audit::schema::audit_log, key id: BigInt, serial Some("id"), {
     id: i64, at: String, actor: String, user_id: Option<i64>, token_id: Option<i64>,
     method: String, route: String, resource: String,
@@ -272,7 +285,7 @@ table!(AuditLog = audit::schema::audit_log, key id: BigInt, serial Some("id"), {
 /// Every table of the service, parents before children (comments after notes, tokens after
 /// users, account events after accounts). `__diesel_schema_migrations` is not here: the target
 /// gets its own from running the migrations.
-pub(crate) static TABLES: [&dyn Table; 13] = [
+pub(crate) static TABLES: [&dyn Table; 15] = [
     &Notes,
     &Tags,
     &Comments,
@@ -285,6 +298,8 @@ pub(crate) static TABLES: [&dyn Table; 13] = [
     &AccountEvents,
     &IdempotencyKeys,
     &WebhookEvents,
+    &WebhookEndpoints,
+    &WebhookDeliveries,
     &AuditLog,
 ];
 
@@ -296,7 +311,23 @@ pub const DERIVED_TABLES: [&str; 1] = ["row_counts"];
 /// event's `tx` is the transaction that wrote it (the global feed's commit order,
 /// `ledger::repo::feed_after`), so a copied event belongs to the copy's transaction; SQLite
 /// has no such column.
-pub const DERIVED_COLUMNS: [(&str, &str); 1] = [("account_events", "tx")];
+///
+/// An endpoint's place in that feed (`cursor_tx`) follows: [`fill_derived`] sets it from the
+/// target's own event at `cursor_id` (the same event, already delivered).
+pub const DERIVED_COLUMNS: [(&str, &str); 2] =
+    [("account_events", "tx"), ("webhook_endpoints", "cursor_tx")];
+
+/// Sets the [`DERIVED_COLUMNS`] the target does not set by itself, after the copy.
+pub(crate) fn fill_derived(conn: &mut DbConnection) -> QueryResult<()> {
+    if conn.backend() == Backend::Postgres {
+        diesel::sql_query(
+            "UPDATE webhook_endpoints SET cursor_tx = COALESCE((SELECT a.tx FROM account_events a \
+             WHERE a.id = webhook_endpoints.cursor_id), 0)",
+        )
+        .execute(conn)?;
+    }
+    Ok(())
+}
 
 /// Every table the copy covers, in the order it copies them, with the columns it copies.
 pub fn tables() -> impl Iterator<Item = (&'static str, &'static [&'static str])> {

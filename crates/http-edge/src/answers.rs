@@ -47,7 +47,22 @@ pub fn ok<T: apistos::ApiComponent>(
 
 /// The 200 of a text body (`{"type": "string"}`) of `content_type`.
 pub fn text_ok(content_type: &str, description: &str, v: OpenApiVersion) -> Responses {
-    let string = ApistosSchema::from_value(&serde_json::json!({"type": "string"}), v);
+    ok_with(
+        content_type,
+        description,
+        &serde_json::json!({"type": "string"}),
+        v,
+    )
+}
+
+/// The 200 of a body of `content_type` described by the JSON schema `schema`.
+pub fn ok_with(
+    content_type: &str,
+    description: &str,
+    schema: &Value,
+    v: OpenApiVersion,
+) -> Responses {
+    let string = ApistosSchema::from_value(schema, v);
     let schema = match v {
         OpenApiVersion::OAS3_0 => {
             apistos::VersionSpecificSchema::OAS3_0(ReferenceOr::Object(string))

@@ -279,7 +279,7 @@ crate::document_as!(Db => Data<crate::Edge>);
 
 /// The operation's own error as its problem (or area D's plain body); a storage failure as
 /// its fault's problem.
-fn into_api_error<E>(failure: Failure<E>) -> ApiError
+pub fn into_api_error<E>(failure: Failure<E>) -> ApiError
 where
     ApiError: From<E>,
 {

@@ -137,7 +137,9 @@ where
         if problem.slug == Slug::StorageDamaged && Fault::find(&err).is_none() {
             return ApiError::fault(Fault::Damaged, chain(&err));
         }
-        if problem.status >= 500 {
+        // A domain's own 503 (a feature the operator has not configured) stays one; any other
+        // 5xx is a failure, told by its fault.
+        if problem.status >= 500 && problem.slug != Slug::ServiceUnavailable {
             return ApiError::server_side(&err);
         }
         ApiError {

@@ -336,6 +336,17 @@ impl<C> apistos::ApiComponent for EventStream<C> {
         let description = "A stream of events (`text/event-stream`): each `data` line one event \
             as JSON and each `id` where a reconnect resumes (`Last-Event-ID`); a last `end` \
             event names the last event sent.";
-        Some(crate::answers::text_ok("text/event-stream", description, v))
+        // No type: a tool that checks each parsed message (an object) and a generated client
+        // that reads the body as text (a string) both find the schema true.
+        let message = serde_json::json!({
+            "description": "Server-Sent Events messages: `id`, and `data` (one line of JSON, the \
+                event); the last has `event: end` (or `error`); heartbeats are comments."
+        });
+        Some(crate::answers::ok_with(
+            "text/event-stream",
+            description,
+            &message,
+            v,
+        ))
     }
 }

@@ -140,6 +140,10 @@ impl Application {
                 lifetime: settings.token_lifetime,
                 max_active: settings.token_max_active,
             },
+            dispatcher: outbound_webhooks::dispatch::Dispatcher::start(
+                store.clone(),
+                settings.outbound_webhooks.clone(),
+            )?,
             pruner: idempotency::Pruner::start(store, keys.clone()),
             streams: http_edge::sse::Streams::new(settings.event_streams, Arc::clone(&draining)),
             draining: Arc::clone(&draining),

@@ -30,6 +30,8 @@ pub struct Context {
     pub token_policy: tokens::Policy,
     /// Deletes expired idempotency keys while the app lives.
     pub pruner: idempotency::Pruner,
+    /// Outbound webhooks: delivers committed events to the registered endpoints.
+    pub dispatcher: outbound_webhooks::dispatch::Dispatcher,
     /// The live event streams: their wake-up (every commit of an event) and their limits.
     pub streams: Arc<http_edge::sse::Streams>,
     /// Set from SIGTERM on: `/health/ready` answers 503 for the drain period.
@@ -37,6 +39,12 @@ pub struct Context {
 }
 
 impl Context {
+    /// Account events were committed: the streams and the dispatcher look now.
+    pub fn events_committed(&self) {
+        self.streams.notify();
+        self.dispatcher.notify();
+    }
+
     /// The app's context.
     pub fn of(req: &HttpRequest) -> Result<&Context, ApiError> {
         http_edge::registered(req).map(Data::get_ref)

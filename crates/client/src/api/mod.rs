@@ -4,6 +4,7 @@
 
 mod accounts;
 mod articles;
+mod endpoints;
 mod resource;
 mod streams;
 mod users;
@@ -12,6 +13,7 @@ mod webhooks;
 
 pub use accounts::Accounts;
 pub use articles::Articles;
+pub use endpoints::WebhookEndpoints;
 pub use resource::{Comments, Notes, Operations, Resource, Tags};
 pub use streams::{StreamedEvent, Subscription};
 pub use users::{Tokens, Users};
@@ -322,6 +324,7 @@ mod tests {
             include_str!("mod.rs"),
             include_str!("accounts.rs"),
             include_str!("articles.rs"),
+            include_str!("endpoints.rs"),
             include_str!("resource.rs"),
             include_str!("streams.rs"),
             include_str!("users.rs"),

@@ -6,6 +6,7 @@
 mod accounts;
 mod articles;
 mod audit;
+mod endpoints;
 mod notes;
 mod paging;
 mod tokens;
@@ -17,6 +18,9 @@ pub use accounts::{
 };
 pub use articles::{Article, ArticleCursorPage, ArticleInput, ArticleOffsetPage, CursorRequest};
 pub use audit::{AuditEntry, AuditPage, AuditRequest};
+pub use endpoints::{
+    EndpointChange, EndpointSecret, NewEndpoint, WebhookDelivery, WebhookEndpoint,
+};
 pub(crate) use notes::Envelope;
 pub use notes::{
     Comment, CommentInput, Note, NoteInput, NoteV1, NoteV1Input, NoteV1List, NoteV2, NoteV2Input,

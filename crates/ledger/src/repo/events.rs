@@ -205,6 +205,18 @@ pub fn get_event(
         .transpose()
 }
 
+/// The event with id `id`, if there is one.
+pub fn event_by_id(conn: &mut DbConnection, id: i64) -> Result<Option<Event>, Error> {
+    let found: Option<(String, EventRow)> = account_events::table
+        .find(id)
+        .select((account_events::aggregate_id, EVENT_COLUMNS))
+        .first(conn)
+        .optional()?;
+    found
+        .map(|(aggregate_id, row)| row.into_event(&aggregate_id))
+        .transpose()
+}
+
 /// Events whose aggregate has no projection row (the foreign key forbids them; the check
 /// counts them anyway).
 pub fn count_orphan_events(conn: &mut DbConnection) -> Result<i64, Error> {

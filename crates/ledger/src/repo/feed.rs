@@ -11,7 +11,7 @@
 //! inside a transaction (operators watch for that anyway: it also holds back vacuum).
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Text};
+use diesel::sql_types::{BigInt, Nullable, Text};
 
 use crate::{Error, Event, FeedPosition};
 use storage::DbConnection;
@@ -34,14 +34,11 @@ struct FeedRow {
     occurred_at: String,
 }
 
-const POSTGRES: &str = "SELECT tx, id, aggregate_id, event_type, payload, sequence, occurred_at \
-     FROM account_events \
-     WHERE (tx, id) > ($1, $2) \
-       AND tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint \
-     ORDER BY tx, id LIMIT $3";
+/// The transactions the feed may serve: those older than the oldest still running.
+const SETTLED: &str = "tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
 
-const SQLITE: &str = "SELECT 0 AS tx, id, aggregate_id, event_type, payload, sequence, occurred_at \
-     FROM account_events WHERE id > ? ORDER BY id LIMIT ?";
+/// Only the events of `owner`'s accounts, when an owner is given.
+const OWNED: &str = "aggregate_id IN (SELECT account_id FROM accounts WHERE owner_id = ";
 
 /// Up to `limit` events after `after`, in feed order, each with its position.
 pub fn feed_after(
@@ -49,17 +46,37 @@ pub fn feed_after(
     after: FeedPosition,
     limit: i64,
 ) -> Result<Vec<(FeedPosition, Event)>, Error> {
+    feed_of(conn, after, None, limit)
+}
+
+/// [`feed_after`], only the events of the accounts `owner` owns when an owner is given.
+pub fn feed_of(
+    conn: &mut DbConnection,
+    after: FeedPosition,
+    owner: Option<i64>,
+    limit: i64,
+) -> Result<Vec<(FeedPosition, Event)>, Error> {
     let rows: Vec<FeedRow> = match conn {
-        DbConnection::Postgresql(c) => diesel::sql_query(POSTGRES)
-            .bind::<BigInt, _>(after.tx)
-            .bind::<BigInt, _>(after.id)
-            .bind::<BigInt, _>(limit)
-            .load(c)?,
+        DbConnection::Postgresql(c) => diesel::sql_query(format!(
+            "SELECT tx, id, aggregate_id, event_type, payload, sequence, occurred_at \
+             FROM account_events WHERE (tx, id) > ($1, $2) AND {SETTLED} \
+             AND ($3::bigint IS NULL OR {OWNED}$3)) ORDER BY tx, id LIMIT $4"
+        ))
+        .bind::<BigInt, _>(after.tx)
+        .bind::<BigInt, _>(after.id)
+        .bind::<Nullable<BigInt>, _>(owner)
+        .bind::<BigInt, _>(limit)
+        .load(c)?,
         // A position from PostgreSQL (tx > 0) names no SQLite event; its id still orders.
-        DbConnection::Sqlite(c) => diesel::sql_query(SQLITE)
-            .bind::<BigInt, _>(after.id)
-            .bind::<BigInt, _>(limit)
-            .load(c)?,
+        DbConnection::Sqlite(c) => diesel::sql_query(format!(
+            "SELECT 0 AS tx, id, aggregate_id, event_type, payload, sequence, occurred_at \
+             FROM account_events WHERE id > ?1 AND (?2 IS NULL OR {OWNED}?2)) \
+             ORDER BY id LIMIT ?3"
+        ))
+        .bind::<BigInt, _>(after.id)
+        .bind::<Nullable<BigInt>, _>(owner)
+        .bind::<BigInt, _>(limit)
+        .load(c)?,
     };
     rows.into_iter()
         .map(|row| {
@@ -84,4 +101,30 @@ pub fn feed_after(
             })
         })
         .collect()
+}
+
+#[derive(QueryableByName)]
+struct Head {
+    #[diesel(sql_type = BigInt)]
+    tx: i64,
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+}
+
+/// The feed's last position now (the start when it is empty): what a reader starting now
+/// has already seen.
+pub fn feed_head(conn: &mut DbConnection) -> Result<FeedPosition, Error> {
+    let head: Option<Head> = match conn {
+        DbConnection::Postgresql(c) => diesel::sql_query(format!(
+            "SELECT tx, id FROM account_events WHERE {SETTLED} ORDER BY tx DESC, id DESC LIMIT 1"
+        ))
+        .get_result(c)
+        .optional()?,
+        DbConnection::Sqlite(c) => {
+            diesel::sql_query("SELECT 0 AS tx, id FROM account_events ORDER BY id DESC LIMIT 1")
+                .get_result(c)
+                .optional()?
+        }
+    };
+    Ok(head.map_or(FeedPosition::START, |h| FeedPosition { tx: h.tx, id: h.id }))
 }

@@ -14,6 +14,7 @@ pub mod notes;
 pub mod tags;
 pub mod tokens;
 pub mod versioned_notes;
+pub mod webhook_endpoints;
 pub mod webhooks;
 
 use crate::auth::{Access, Rule, Rules};
@@ -48,6 +49,7 @@ const AREAS: &[Area] = &[
         ],
     ),
     (webhooks::configure, &[webhooks::ACCESS]),
+    (webhook_endpoints::configure, &[webhook_endpoints::ACCESS]),
     (audit::configure, &[audit::ACCESS]),
 ];
 

@@ -134,6 +134,9 @@ pub struct Settings {
     /// `EVENT_STREAM_MAX_AGE_MS` (900,000), `EVENT_STREAMS_PER_CLIENT` (16): the live event
     /// streams.
     pub event_streams: http_edge::sse::StreamLimits,
+    /// `WEBHOOK_SIGNING_KEY`, `WEBHOOK_ENDPOINT_ALLOW` and the delivery limits
+    /// (`outbound_webhooks::dispatch::Settings::read`).
+    pub outbound_webhooks: outbound_webhooks::dispatch::Settings,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/service.db";
@@ -187,6 +190,7 @@ impl Default for Settings {
             replica_wait: Duration::from_millis(50),
             replica_reads: storage::replicas::ReadPolicy::WithToken,
             event_streams: http_edge::sse::StreamLimits::default(),
+            outbound_webhooks: outbound_webhooks::dispatch::Settings::default(),
         }
     }
 }

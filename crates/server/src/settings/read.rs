@@ -154,6 +154,7 @@ impl Settings {
                 })?
                 .unwrap_or_default(),
             event_streams: event_streams(&v)?,
+            outbound_webhooks: outbound_webhooks::dispatch::Settings::read(&v)?,
         })
     }
 }

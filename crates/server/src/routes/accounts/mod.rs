@@ -18,10 +18,9 @@ use http_edge::idempotent::{Created, KeyedCreate};
 use http_edge::links::Linked;
 use idempotency::Scope;
 
-mod dto;
 mod streams;
 
-pub use dto::*;
+pub use api_shapes::accounts::*;
 
 /// Open an account
 ///
@@ -51,7 +50,7 @@ pub async fn open(
             },
         )
         .await?;
-    context.streams.notify();
+    context.events_committed();
     Ok(created_event(recorded, true))
 }
 
@@ -119,7 +118,7 @@ pub async fn append(
     let recorded = precondition
         .judge(context.appender.append(job).await)
         .map_err(failed)??;
-    context.streams.notify();
+    context.events_committed();
     Ok(created_event(recorded, false))
 }
 
@@ -147,7 +146,7 @@ pub async fn transfer(
     let scope = Scope::of("create_transfer", &[]);
     let transfer = move |c: &mut _| service::transfer(c, &input, actor).map(TransferDto::from);
     let created = keyed.create(&db, scope, &body, transfer).await?;
-    context.streams.notify();
+    context.events_committed();
     Ok(created)
 }
 

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use apistos::schemars;
 
-use crate::routes::dto::TEXT_PATTERN;
+use crate::TEXT_PATTERN;
 use http_edge::links::{Paged, Paging};
 
 pub const ACCOUNT_ID_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";

@@ -1,0 +1,580 @@
+//! The dispatcher: delivers each endpoint's events, in feed order, at least once.
+//!
+//! - **The outbox is the event log.** An event is committed once, by its append; each
+//!   endpoint keeps its place in the commit-ordered feed (`ledger::repo::feed_of`, only its
+//!   owner's accounts). Nothing is delivered that was not committed, and nothing committed is
+//!   skipped: the cursor moves past an event only once it was delivered, or given up on after
+//!   the last attempt.
+//! - **Order and retries.** An endpoint's next event waits for the one before it. A failed
+//!   attempt (no answer within the timeout, a refused connection, a status other than 2xx) is
+//!   tried again after `retry_base · 2^(n-1)` (at most `retry_max`), with up to a quarter of
+//!   random jitter, until `max_attempts`; then it is logged `gave_up` and the endpoint goes on.
+//! - **At least once.** A process killed between a delivery and its cursor write delivers
+//!   that event again; the `webhook-id` (`evt_<event id>`) is the same, so receivers drop the
+//!   duplicate.
+//! - **Isolation.** The dispatcher has its own thread and runtime; appends never wait for it.
+//!   Endpoints are delivered concurrently (`concurrency` at a time), so a slow or dead one
+//!   delays only itself.
+//! - **Several processes.** An endpoint is delivered by the process holding its lease (a row
+//!   update, renewed with every cursor write, lost when not renewed for `lease`): one at a time,
+//!   so order holds across instances.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use ledger::Event;
+use ownership::Actor;
+use storage::{DbConnection, Failure, Store};
+use tokio::sync::{Notify, Semaphore};
+
+use crate::model::Delivery;
+use crate::repo::{self, Due, NewDelivery};
+use crate::service::now_ms;
+use crate::{Allow, Error, SigningKey};
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `WEBHOOK_SIGNING_KEY`; without one nothing is registered or delivered.
+    pub key: Option<SigningKey>,
+    /// `WEBHOOK_ENDPOINT_ALLOW`.
+    pub allow: Allow,
+    /// `WEBHOOK_MAX_ATTEMPTS` (8).
+    pub max_attempts: i64,
+    /// `WEBHOOK_RETRY_BASE_MS` (1,000) and `WEBHOOK_RETRY_MAX_MS` (3,600,000).
+    pub retry_base: Duration,
+    pub retry_max: Duration,
+    /// `WEBHOOK_DELIVERY_TIMEOUT_MS` (10,000): an attempt's whole exchange.
+    pub timeout: Duration,
+    /// How often due endpoints are looked for without a wake-up (another process's events).
+    pub poll: Duration,
+    /// How long a rotated-out secret still signs.
+    pub rotation_grace: Duration,
+    /// Endpoints delivered at once.
+    pub concurrency: usize,
+    /// How long an endpoint's lease lasts unless renewed.
+    pub lease: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            key: None,
+            allow: Allow::default(),
+            max_attempts: 8,
+            retry_base: Duration::from_secs(1),
+            retry_max: Duration::from_secs(3_600),
+            timeout: Duration::from_secs(10),
+            poll: Duration::from_millis(500),
+            rotation_grace: Duration::from_secs(24 * 3_600),
+            concurrency: 32,
+            lease: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Settings {
+    /// `WEBHOOK_SIGNING_KEY`, `WEBHOOK_ENDPOINT_ALLOW`, `WEBHOOK_MAX_ATTEMPTS`,
+    /// `WEBHOOK_RETRY_BASE_MS`, `WEBHOOK_RETRY_MAX_MS`, `WEBHOOK_DELIVERY_TIMEOUT_MS`, read
+    /// through `v` (one line naming the variable for a bad value).
+    pub fn read<F: Fn(&str) -> Option<String>>(
+        v: &config_vars::Vars<F>,
+    ) -> Result<Settings, config_vars::ConfigError> {
+        let d = Settings::default();
+        let key = v.secret("WEBHOOK_SIGNING_KEY", crate::secret::MIN_KEY_BYTES)?;
+        let allow = match v.get("WEBHOOK_ENDPOINT_ALLOW") {
+            Some(text) => Allow::parse(&text)
+                .map_err(|why| config_vars::refuse("WEBHOOK_ENDPOINT_ALLOW", &why))?,
+            None => Allow::default(),
+        };
+        Ok(Settings {
+            key: key.and_then(|k| SigningKey::new(k.expose().as_bytes().to_vec())),
+            allow,
+            max_attempts: v
+                .number(
+                    "WEBHOOK_MAX_ATTEMPTS",
+                    1..=100,
+                    "expected 1 to 100 attempts",
+                )?
+                .unwrap_or(d.max_attempts),
+            retry_base: v.millis("WEBHOOK_RETRY_BASE_MS", d.retry_base)?,
+            retry_max: v.millis("WEBHOOK_RETRY_MAX_MS", d.retry_max)?,
+            timeout: v.millis("WEBHOOK_DELIVERY_TIMEOUT_MS", d.timeout)?,
+            ..d
+        })
+    }
+}
+
+/// The dispatcher of this process (cheap to clone). Dropping the last clone stops it.
+#[derive(Clone)]
+pub struct Dispatcher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    settings: Settings,
+    http: reqwest::Client,
+    /// This process's name on the leases it holds.
+    me: String,
+    wake: Notify,
+    stop: AtomicBool,
+    /// Endpoints a task of this process is delivering for: one task per endpoint (the lease
+    /// keeps other processes out, this keeps this one's ticks from starting a second).
+    busy: std::sync::Mutex<std::collections::HashSet<i64>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+/// What an attempt found.
+struct Attempt {
+    status: Option<i64>,
+    latency_ms: i64,
+    error: Option<String>,
+}
+
+impl Attempt {
+    fn delivered(&self) -> bool {
+        self.status.is_some_and(|s| (200..300).contains(&s))
+    }
+}
+
+impl Dispatcher {
+    /// Starts delivering on a thread of its own (nothing when no signing key is set).
+    pub fn start(store: Store, settings: Settings) -> Result<Dispatcher, Error> {
+        let resolver = Arc::new(Resolver(settings.allow.clone()));
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(resolver)
+            .user_agent(concat!(
+                "notes-service-webhooks/",
+                env!("CARGO_PKG_VERSION")
+            ))
+            .build()
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        let mut me = [0u8; 8];
+        getrandom::fill(&mut me).map_err(|e| Error::Internal(e.to_string()))?;
+        let inner = Arc::new(Inner {
+            store,
+            settings,
+            http,
+            me: me.iter().map(|b| format!("{b:02x}")).collect(),
+            wake: Notify::new(),
+            stop: AtomicBool::new(false),
+            busy: std::sync::Mutex::new(std::collections::HashSet::new()),
+        });
+        if inner.settings.key.is_some() {
+            let weak = Arc::downgrade(&inner);
+            std::thread::Builder::new()
+                .name("webhook-dispatch".into())
+                .spawn(move || run(weak))
+                .map_err(|e| Error::Internal(e.to_string()))?;
+        }
+        Ok(Dispatcher { inner })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+
+    /// Events were committed: look for due endpoints now.
+    pub fn notify(&self) {
+        self.inner.wake.notify_one();
+    }
+
+    /// Sends the event of delivery `delivery_id` of endpoint `endpoint_id` again, now, and logs
+    /// the attempt (`manual`), whatever the endpoint's own progress: a receiver that lost
+    /// something asks for it again.
+    pub async fn redeliver(
+        &self,
+        endpoint_id: String,
+        delivery_id: i64,
+        actor: Actor,
+    ) -> Result<Delivery, Failure<Error>> {
+        let inner = Arc::clone(&self.inner);
+        let key = inner
+            .settings
+            .key
+            .clone()
+            .ok_or(Failure::Op(Error::NoSigningKey))?;
+        let store = inner.store.clone();
+        let (endpoint, event, versions) = blocking(move || {
+            store.read(|c| -> Result<_, Error> {
+                let endpoint = crate::service::get(c, &endpoint_id, actor)?;
+                let not_found = || Error::NotFound {
+                    id: format!("{endpoint_id}/deliveries/{delivery_id}"),
+                };
+                let delivery =
+                    repo::get_delivery(c, endpoint.id, delivery_id)?.ok_or_else(not_found)?;
+                let event =
+                    ledger::repo::event_by_id(c, delivery.event_id)?.ok_or_else(not_found)?;
+                let versions = repo::signing_versions(c, endpoint.id, now_ms())?;
+                Ok((endpoint, event, versions))
+            })
+        })
+        .await?;
+        let attempt = inner
+            .send(&key, endpoint.id, &endpoint.url, &versions, &event)
+            .await;
+        let store = inner.store.clone();
+        blocking(move || {
+            store.write(|c| {
+                let new = NewDelivery {
+                    endpoint_id: endpoint.id,
+                    message_id: &message_id(&event),
+                    event_id: event.id,
+                    attempt: 1,
+                    outcome: if attempt.delivered() {
+                        "delivered"
+                    } else {
+                        "failed"
+                    },
+                    response_status: attempt.status,
+                    latency_ms: attempt.latency_ms,
+                    error: attempt.error.as_deref(),
+                    next_attempt_at: None,
+                    manual: true,
+                };
+                Ok::<_, Error>(repo::insert_delivery(
+                    c,
+                    &new,
+                    &storage::timestamp::now_sql(),
+                )?)
+            })
+        })
+        .await
+    }
+}
+
+/// Runs `f` on the blocking pool of the current runtime.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Failure<Error>> + Send + 'static,
+) -> Result<T, Failure<Error>> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(out) => out,
+        Err(e) => Err(Failure::Op(Error::Internal(e.to_string()))),
+    }
+}
+
+/// A failure for the log, with its causes.
+fn say(failure: Failure<Error>) -> String {
+    let mut out = match &failure {
+        Failure::Op(e) => e.to_string(),
+        Failure::Store(e) => e.to_string(),
+    };
+    if let Failure::Op(e) = &failure {
+        let mut cause = std::error::Error::source(e);
+        while let Some(c) = cause {
+            out.push_str(": ");
+            out.push_str(&c.to_string());
+            cause = c.source();
+        }
+    }
+    out
+}
+
+/// The `webhook-id` of an event's deliveries: the same on every attempt and endpoint.
+pub fn message_id(event: &Event) -> String {
+    format!("evt_{}", event.id)
+}
+
+/// The JSON body of an event's delivery: Standard Webhooks' `type`, `timestamp` and `data`
+/// (the event as `GET /accounts/{id}/events` lists it).
+pub fn body(event: &Event) -> Vec<u8> {
+    let data = serde_json::json!({
+        "id": event.id,
+        "aggregate_id": event.aggregate_id,
+        "aggregate_type": ledger::AGGREGATE_TYPE,
+        "event_type": event.event_type,
+        "payload": event.payload,
+        "sequence": event.sequence,
+        "occurred_at": event.occurred_at,
+    });
+    let timestamp = format!("{}Z", event.occurred_at.replacen(' ', "T", 1));
+    serde_json::json!({"type": event.event_type, "timestamp": timestamp, "data": data})
+        .to_string()
+        .into_bytes()
+}
+
+/// The dispatcher thread: a runtime of its own, until the dispatcher is dropped.
+fn run(inner: std::sync::Weak<Inner>) {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .max_blocking_threads(8)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            log::error!("webhook dispatcher: cannot start its runtime: {err}");
+            return;
+        }
+    };
+    runtime.block_on(async move {
+        let Some(concurrency) = inner.upgrade().map(|i| i.settings.concurrency.max(1)) else {
+            return;
+        };
+        let permits = Arc::new(Semaphore::new(concurrency));
+        loop {
+            let Some(strong) = inner.upgrade() else {
+                return;
+            };
+            if strong.stop.load(Ordering::Acquire) {
+                return;
+            }
+            if let Err(err) = Arc::clone(&strong).tick(&permits).await {
+                log::warn!("webhook dispatcher: {err}");
+            }
+            let poll = strong.settings.poll;
+            let wake = async { strong.wake.notified().await };
+            tokio::select! {
+                () = wake => {}
+                () = tokio::time::sleep(poll) => {}
+            }
+        }
+    });
+}
+
+impl Inner {
+    /// Starts a delivery task for each due endpoint this process can lease.
+    async fn tick(self: Arc<Self>, permits: &Arc<Semaphore>) -> Result<(), String> {
+        let store = self.store.clone();
+        let due = blocking(move || store.read(|c| Ok::<_, Error>(repo::due(c, now_ms(), 256)?)))
+            .await
+            .map_err(say)?;
+        for id in due {
+            let started = self.busy.lock().is_ok_and(|mut busy| busy.insert(id));
+            if !started {
+                continue;
+            }
+            let Ok(permit) = Arc::clone(permits).acquire_owned().await else {
+                return Ok(());
+            };
+            let inner = Arc::clone(&self);
+            tokio::spawn(async move {
+                if let Err(err) = Arc::clone(&inner).deliver(id).await {
+                    log::warn!("webhook endpoint {id}: {err}");
+                }
+                if let Ok(mut busy) = inner.busy.lock() {
+                    busy.remove(&id);
+                }
+                drop(permit);
+            });
+        }
+        Ok(())
+    }
+
+    fn lease_until(&self) -> i64 {
+        now_ms().saturating_add(i64::try_from(self.settings.lease.as_millis()).unwrap_or(60_000))
+    }
+
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut DbConnection) -> Result<T, Error> + Send + 'static,
+    ) -> Result<T, String> {
+        let store = self.store.clone();
+        blocking(move || store.write(f)).await.map_err(say)
+    }
+
+    /// Delivers endpoint `id`'s events while it holds the lease and they succeed.
+    async fn deliver(self: Arc<Self>, id: i64) -> Result<(), String> {
+        let Some(key) = self.settings.key.clone() else {
+            return Ok(());
+        };
+        let (me, until) = (self.me.clone(), self.lease_until());
+        let leased = self
+            .write(move |c| Ok(repo::lease(c, id, &me, now_ms(), until)?))
+            .await?;
+        let Some(Due {
+            endpoint,
+            mut cursor,
+            versions,
+        }) = leased
+        else {
+            return Ok(());
+        };
+        let mut failed = endpoint.failed_attempts;
+        loop {
+            let store = self.store.clone();
+            let (after, owner) = (cursor, endpoint.owner_id);
+            let batch = blocking(move || {
+                store.read(|c| Ok::<_, Error>(ledger::repo::feed_of(c, after, owner, 50)?))
+            })
+            .await
+            .map_err(say)?;
+            if batch.is_empty() {
+                let (me, failed) = (self.me.clone(), failed);
+                return self
+                    .write(move |c| {
+                        repo::advance(c, id, &me, cursor, failed, 0, 0)?;
+                        Ok(())
+                    })
+                    .await;
+            }
+            for (position, event) in batch {
+                if !endpoint.event_types.contains(&event.event_type) {
+                    cursor = position;
+                    continue;
+                }
+                let attempt = self.send(&key, id, &endpoint.url, &versions, &event).await;
+                let number = failed + 1;
+                let (outcome, next) = if attempt.delivered() {
+                    ("delivered", None)
+                } else if number >= self.settings.max_attempts {
+                    ("gave_up", None)
+                } else {
+                    (
+                        "failed",
+                        Some(now_ms().saturating_add(self.backoff(number))),
+                    )
+                };
+                let (me, lease) = (self.me.clone(), self.lease_until());
+                let moved = if next.is_some() { cursor } else { position };
+                let still_ours = self
+                    .write(move |c| {
+                        let new = NewDelivery {
+                            endpoint_id: id,
+                            message_id: &message_id(&event),
+                            event_id: event.id,
+                            attempt: number,
+                            outcome,
+                            response_status: attempt.status,
+                            latency_ms: attempt.latency_ms,
+                            error: attempt.error.as_deref(),
+                            next_attempt_at: next,
+                            manual: false,
+                        };
+                        repo::insert_delivery(c, &new, &storage::timestamp::now_sql())?;
+                        let (failed, due, lease) = match next {
+                            Some(at) => (number, at, 0),
+                            None => (0, 0, lease),
+                        };
+                        Ok(repo::advance(c, id, &me, moved, failed, due, lease)?)
+                    })
+                    .await?;
+                if next.is_some() || !still_ours {
+                    return Ok(());
+                }
+                cursor = position;
+                failed = 0;
+            }
+        }
+    }
+
+    /// The pause before attempt `failed + 1`: doubling from the base, capped, plus up to a
+    /// quarter of jitter so that many endpoints failing together do not retry together.
+    fn backoff(&self, failed: i64) -> i64 {
+        let base = i64::try_from(self.settings.retry_base.as_millis()).unwrap_or(1_000);
+        let max = i64::try_from(self.settings.retry_max.as_millis()).unwrap_or(i64::MAX);
+        let exponent = u32::try_from(failed.saturating_sub(1))
+            .unwrap_or(u32::MAX)
+            .min(40);
+        let pause = base.saturating_mul(1i64 << exponent).min(max);
+        let mut noise = [0u8; 4];
+        let jitter = match getrandom::fill(&mut noise) {
+            Ok(()) => i64::from(u32::from_le_bytes(noise)) % (pause / 4 + 1),
+            Err(_) => 0,
+        };
+        pause.saturating_add(jitter)
+    }
+
+    /// One attempt: the signed POST, within the timeout.
+    async fn send(
+        &self,
+        key: &SigningKey,
+        endpoint_id: i64,
+        url: &str,
+        versions: &[i64],
+        event: &Event,
+    ) -> Attempt {
+        let started = Instant::now();
+        let failed = |error: String| Attempt {
+            status: None,
+            latency_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
+            error: Some(error),
+        };
+        let parsed = match url::Url::parse(url) {
+            Ok(parsed) => parsed,
+            Err(e) => return failed(format!("invalid URL: {e}")),
+        };
+        // Literal addresses never reach the resolver: checked here.
+        if let Err(why) = self.settings.allow.check_url(&parsed) {
+            return failed(format!("refused destination: {why}"));
+        }
+        let body = body(event);
+        let (id, timestamp) = (message_id(event), now_ms() / 1_000);
+        let signature = match key.signature(endpoint_id, versions, &id, timestamp, &body) {
+            Ok(signature) => signature,
+            Err(e) => return failed(e),
+        };
+        let sent = self
+            .http
+            .post(parsed)
+            .header("content-type", "application/json")
+            .header("webhook-id", &id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signature)
+            .body(body)
+            .timeout(self.settings.timeout)
+            .send()
+            .await;
+        match sent {
+            Ok(res) => {
+                let status = i64::from(res.status().as_u16());
+                // The answer's body is not read: only its status counts.
+                drop(res);
+                Attempt {
+                    status: Some(status),
+                    latency_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
+                    error: (!(200..300).contains(&status))
+                        .then(|| format!("the endpoint answered {status}")),
+                }
+            }
+            Err(e) => failed(describe(&e)),
+        }
+    }
+}
+
+/// A failed request in a few words (no URL: the log names the endpoint).
+fn describe(e: &reqwest::Error) -> String {
+    use std::error::Error as _;
+    let mut cause = e.source();
+    let mut deepest = None;
+    while let Some(c) = cause {
+        deepest = Some(c.to_string());
+        cause = c.source();
+    }
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else {
+        "failed"
+    };
+    match deepest {
+        Some(why) => format!("{kind}: {why}"),
+        None => kind.to_owned(),
+    }
+}
+
+/// The HTTP client's name resolution: only addresses the allow-list lets it reach.
+struct Resolver(Allow);
+
+impl reqwest::dns::Resolve for Resolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allow = self.0.clone();
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let found = tokio::task::spawn_blocking(move || allow.resolve(&host, 0)).await;
+            match found {
+                Ok(Ok(addrs)) => Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs),
+                Ok(Err(e)) => Err(Box::new(e) as Box<dyn std::error::Error + Send + Sync>),
+                Err(e) => Err(Box::new(e) as Box<dyn std::error::Error + Send + Sync>),
+            }
+        })
+    }
+}

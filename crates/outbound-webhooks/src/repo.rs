@@ -1,0 +1,389 @@
+//! The endpoint and delivery tables, the same Diesel code on SQLite and PostgreSQL. Nothing
+//! here opens a transaction ([`crate::service`] and [`crate::dispatch`] do).
+
+use diesel::prelude::*;
+use ledger::FeedPosition;
+use pagination::Page;
+use storage::DbConnection;
+
+use crate::model::{Delivery, Endpoint, EventTypes};
+use crate::schema::{webhook_deliveries as d, webhook_endpoints as e};
+
+type EndpointRow = (
+    i64,
+    Option<i64>,
+    String,
+    String,
+    bool,
+    i64,
+    String,
+    String,
+    i64,
+    i64,
+);
+
+const ENDPOINT: (
+    e::id,
+    e::owner_id,
+    e::url,
+    e::event_types,
+    e::enabled,
+    e::secret_version,
+    e::created_at,
+    e::updated_at,
+    e::failed_attempts,
+    e::next_attempt_at,
+) = (
+    e::id,
+    e::owner_id,
+    e::url,
+    e::event_types,
+    e::enabled,
+    e::secret_version,
+    e::created_at,
+    e::updated_at,
+    e::failed_attempts,
+    e::next_attempt_at,
+);
+
+fn endpoint(row: EndpointRow) -> Endpoint {
+    let (id, owner_id, url, types, enabled, secret_version, created_at, updated_at, failed, next) =
+        row;
+    Endpoint {
+        id,
+        owner_id,
+        url,
+        event_types: EventTypes::from_stored(&types),
+        enabled,
+        secret_version,
+        created_at,
+        updated_at,
+        failed_attempts: failed,
+        next_attempt_at: next,
+    }
+}
+
+/// A new endpoint, starting after `head` (it receives what is committed from now on).
+pub fn insert(
+    conn: &mut DbConnection,
+    owner_id: Option<i64>,
+    url: &str,
+    types: &EventTypes,
+    head: FeedPosition,
+    now: &str,
+) -> QueryResult<Endpoint> {
+    let row = (
+        e::owner_id.eq(owner_id),
+        e::url.eq(url),
+        e::event_types.eq(types.stored()),
+        e::created_at.eq(now),
+        e::updated_at.eq(now),
+        e::cursor_tx.eq(head.tx),
+        e::cursor_id.eq(head.id),
+    );
+    storage::with_backend!(conn, |c| diesel::insert_into(e::table)
+        .values(row)
+        .returning(ENDPOINT)
+        .get_result::<EndpointRow>(c))
+    .map(endpoint)
+}
+
+pub fn get(conn: &mut DbConnection, id: i64) -> QueryResult<Option<Endpoint>> {
+    Ok(e::table
+        .find(id)
+        .select(ENDPOINT)
+        .first::<EndpointRow>(conn)
+        .optional()?
+        .map(endpoint))
+}
+
+/// A page of endpoints by id (only `owner`'s when given), and how many there are.
+pub fn list(
+    conn: &mut DbConnection,
+    owner: Option<i64>,
+    page: Page,
+) -> QueryResult<(Vec<Endpoint>, i64)> {
+    let mut q = e::table.select(ENDPOINT).order(e::id.asc()).into_boxed();
+    let mut count = e::table.count().into_boxed();
+    if let Some(owner) = owner {
+        q = q.filter(e::owner_id.eq(owner));
+        count = count.filter(e::owner_id.eq(owner));
+    }
+    let rows = q
+        .limit(page.limit)
+        .offset(page.offset)
+        .load::<EndpointRow>(conn)?;
+    Ok((
+        rows.into_iter().map(endpoint).collect(),
+        count.get_result(conn)?,
+    ))
+}
+
+/// Changes an endpoint's URL, event types or enabled flag (each when given).
+pub fn update(
+    conn: &mut DbConnection,
+    id: i64,
+    url: Option<&str>,
+    types: Option<&EventTypes>,
+    enabled: Option<bool>,
+    now: &str,
+) -> QueryResult<()> {
+    let target = e::table.find(id);
+    if let Some(url) = url {
+        diesel::update(target).set(e::url.eq(url)).execute(conn)?;
+    }
+    if let Some(types) = types {
+        diesel::update(target)
+            .set(e::event_types.eq(types.stored()))
+            .execute(conn)?;
+    }
+    if let Some(enabled) = enabled {
+        // Enabled again: the next event is tried at once.
+        diesel::update(target)
+            .set((e::enabled.eq(enabled), e::next_attempt_at.eq(0)))
+            .execute(conn)?;
+    }
+    diesel::update(target)
+        .set(e::updated_at.eq(now))
+        .execute(conn)?;
+    Ok(())
+}
+
+/// A new secret version; the previous one still signs until `grace_until` (Unix ms).
+pub fn rotate(conn: &mut DbConnection, id: i64, grace_until: i64, now: &str) -> QueryResult<i64> {
+    diesel::update(e::table.find(id))
+        .set((
+            e::secret_version.eq(e::secret_version + 1),
+            e::previous_secret_until.eq(grace_until),
+            e::updated_at.eq(now),
+        ))
+        .execute(conn)?;
+    e::table.find(id).select(e::secret_version).first(conn)
+}
+
+pub fn delete(conn: &mut DbConnection, id: i64) -> QueryResult<()> {
+    diesel::delete(d::table.filter(d::endpoint_id.eq(id))).execute(conn)?;
+    diesel::delete(e::table.find(id)).execute(conn)?;
+    Ok(())
+}
+
+/// What the dispatcher needs of an endpoint it delivers for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Due {
+    pub endpoint: Endpoint,
+    pub cursor: FeedPosition,
+    /// Secret versions that sign now: the current one, and the previous one in its grace.
+    pub versions: Vec<i64>,
+}
+
+/// Enabled endpoints whose next attempt is due and that no live process delivers for.
+pub fn due(conn: &mut DbConnection, now_ms: i64, limit: i64) -> QueryResult<Vec<i64>> {
+    e::table
+        .filter(e::enabled.eq(true))
+        .filter(e::next_attempt_at.le(now_ms))
+        .filter(e::lease_until.lt(now_ms))
+        .select(e::id)
+        .order(e::next_attempt_at.asc())
+        .limit(limit)
+        .load(conn)
+}
+
+/// Takes (or renews) the lease on endpoint `id` for `owner` until `until`: only when no other
+/// process holds a live one. Returns its state when taken.
+pub fn lease(
+    conn: &mut DbConnection,
+    id: i64,
+    owner: &str,
+    now_ms: i64,
+    until: i64,
+) -> QueryResult<Option<Due>> {
+    let taken = diesel::update(
+        e::table
+            .find(id)
+            .filter(e::enabled.eq(true))
+            .filter(e::lease_until.lt(now_ms).or(e::lease_owner.eq(owner))),
+    )
+    .set((e::lease_owner.eq(owner), e::lease_until.eq(until)))
+    .execute(conn)?;
+    if taken == 0 {
+        return Ok(None);
+    }
+    let (row, cursor_tx, cursor_id) = e::table
+        .find(id)
+        .select((ENDPOINT, e::cursor_tx, e::cursor_id))
+        .first::<(EndpointRow, i64, i64)>(conn)?;
+    let versions = signing_versions(conn, id, now_ms)?;
+    Ok(Some(Due {
+        endpoint: endpoint(row),
+        cursor: FeedPosition {
+            tx: cursor_tx,
+            id: cursor_id,
+        },
+        versions,
+    }))
+}
+
+/// Records where endpoint `id` stands after an attempt, while `owner` still holds its lease:
+/// its cursor, failed attempts at the next event and when that is due. `false` when the lease
+/// was lost (another process goes on; nothing is changed).
+#[allow(clippy::too_many_arguments)]
+pub fn advance(
+    conn: &mut DbConnection,
+    id: i64,
+    owner: &str,
+    cursor: FeedPosition,
+    failed_attempts: i64,
+    next_attempt_at: i64,
+    lease_until: i64,
+) -> QueryResult<bool> {
+    let changed = diesel::update(e::table.find(id).filter(e::lease_owner.eq(owner)))
+        .set((
+            e::cursor_tx.eq(cursor.tx),
+            e::cursor_id.eq(cursor.id),
+            e::failed_attempts.eq(failed_attempts),
+            e::next_attempt_at.eq(next_attempt_at),
+            e::lease_until.eq(lease_until),
+        ))
+        .execute(conn)?;
+    Ok(changed == 1)
+}
+
+/// Gives the lease back (the endpoint may be taken by any process at once).
+pub fn release(conn: &mut DbConnection, id: i64, owner: &str) -> QueryResult<()> {
+    diesel::update(e::table.find(id).filter(e::lease_owner.eq(owner)))
+        .set(e::lease_until.eq(0))
+        .execute(conn)?;
+    Ok(())
+}
+
+/// A delivery to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewDelivery<'a> {
+    pub endpoint_id: i64,
+    pub message_id: &'a str,
+    pub event_id: i64,
+    pub attempt: i64,
+    pub outcome: &'a str,
+    pub response_status: Option<i64>,
+    pub latency_ms: i64,
+    pub error: Option<&'a str>,
+    pub next_attempt_at: Option<i64>,
+    pub manual: bool,
+}
+
+type DeliveryRow = (
+    i64,
+    i64,
+    String,
+    i64,
+    i64,
+    String,
+    Option<i64>,
+    i64,
+    Option<String>,
+    Option<i64>,
+    String,
+    bool,
+);
+
+fn delivery(row: DeliveryRow) -> Delivery {
+    let (
+        id,
+        endpoint_id,
+        message_id,
+        event_id,
+        attempt,
+        outcome,
+        status,
+        latency,
+        error,
+        next,
+        at,
+        manual,
+    ) = row;
+    Delivery {
+        id,
+        endpoint_id,
+        message_id,
+        event_id,
+        attempt,
+        outcome,
+        response_status: status,
+        latency_ms: latency,
+        error,
+        next_attempt_at: next,
+        attempted_at: at,
+        manual,
+    }
+}
+
+pub fn insert_delivery(
+    conn: &mut DbConnection,
+    new: &NewDelivery<'_>,
+    now: &str,
+) -> QueryResult<Delivery> {
+    let row = (
+        d::endpoint_id.eq(new.endpoint_id),
+        d::message_id.eq(new.message_id),
+        d::event_id.eq(new.event_id),
+        d::attempt.eq(new.attempt),
+        d::outcome.eq(new.outcome),
+        d::response_status.eq(new.response_status),
+        d::latency_ms.eq(new.latency_ms),
+        d::error.eq(new.error),
+        d::next_attempt_at.eq(new.next_attempt_at),
+        d::attempted_at.eq(now),
+        d::manual.eq(new.manual),
+    );
+    storage::with_backend!(conn, |c| diesel::insert_into(d::table)
+        .values(row)
+        .returning(d::all_columns)
+        .get_result::<DeliveryRow>(c))
+    .map(delivery)
+}
+
+/// A page of an endpoint's deliveries, newest first, and how many there are.
+pub fn deliveries(
+    conn: &mut DbConnection,
+    endpoint_id: i64,
+    page: Page,
+) -> QueryResult<(Vec<Delivery>, i64)> {
+    let rows = d::table
+        .filter(d::endpoint_id.eq(endpoint_id))
+        .order(d::id.desc())
+        .limit(page.limit)
+        .offset(page.offset)
+        .load::<DeliveryRow>(conn)?;
+    let total = d::table
+        .filter(d::endpoint_id.eq(endpoint_id))
+        .count()
+        .get_result(conn)?;
+    Ok((rows.into_iter().map(delivery).collect(), total))
+}
+
+pub fn get_delivery(
+    conn: &mut DbConnection,
+    endpoint_id: i64,
+    id: i64,
+) -> QueryResult<Option<Delivery>> {
+    Ok(d::table
+        .filter(d::endpoint_id.eq(endpoint_id))
+        .filter(d::id.eq(id))
+        .first::<DeliveryRow>(conn)
+        .optional()?
+        .map(delivery))
+}
+
+/// The secret versions that sign endpoint `id`'s deliveries now: the current one, and the
+/// previous one while a rotation's grace lasts.
+pub fn signing_versions(conn: &mut DbConnection, id: i64, now_ms: i64) -> QueryResult<Vec<i64>> {
+    let (version, grace) = e::table
+        .find(id)
+        .select((e::secret_version, e::previous_secret_until))
+        .first::<(i64, i64)>(conn)?;
+    let mut versions = vec![version];
+    if grace > now_ms && version > 1 {
+        versions.push(version - 1);
+    }
+    Ok(versions)
+}

@@ -1,0 +1,139 @@
+//! The endpoint use cases, each in the caller's transaction. An endpoint belongs to the user
+//! that registered it (the operator's, or nobody's with authentication off, see every one):
+//! another user's endpoint does not exist for a user, as another user's account does not.
+
+use std::time::Duration;
+
+use ownership::Actor;
+use pagination::Page;
+use problem_details::{FieldError, FieldErrorCode};
+use storage::DbConnection;
+
+use crate::model::{Delivery, Endpoint, EndpointInput, EndpointPatch};
+use crate::{Allow, Error, SigningKey, repo};
+
+/// An endpoint and its secret: the answer of a registration or a rotation, the only times the
+/// secret is shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WithSecret {
+    pub endpoint: Endpoint,
+    pub secret: String,
+}
+
+fn refused_url(why: String) -> Error {
+    Error::Validation(vec![FieldError::new(
+        "url",
+        FieldErrorCode::Invalid,
+        format!("refused destination: {why} (the operator may allow it: WEBHOOK_ENDPOINT_ALLOW)"),
+    )])
+}
+
+/// Registers an endpoint for `actor`, receiving what is committed from now on.
+pub fn register(
+    conn: &mut DbConnection,
+    input: &EndpointInput,
+    actor: Actor,
+    key: Option<&SigningKey>,
+    allow: &Allow,
+) -> Result<WithSecret, Error> {
+    let key = key.ok_or(Error::NoSigningKey)?;
+    allow.check_url(&input.url).map_err(refused_url)?;
+    let head = ledger::repo::feed_head(conn)?;
+    let now = storage::timestamp::now_sql();
+    let endpoint = repo::insert(
+        conn,
+        actor.owner_id(),
+        input.url.as_str(),
+        &input.event_types,
+        head,
+        &now,
+    )?;
+    let secret = key.endpoint_secret(endpoint.id, endpoint.secret_version);
+    Ok(WithSecret { endpoint, secret })
+}
+
+/// Endpoint `id` (the path's text) when `actor` may see it.
+pub fn get(conn: &mut DbConnection, id: &str, actor: Actor) -> Result<Endpoint, Error> {
+    let found = match id.parse::<i64>() {
+        Ok(n) => repo::get(conn, n)?,
+        Err(_) => None,
+    };
+    found
+        .filter(|e| actor.sees(e.owner_id))
+        .ok_or_else(|| Error::NotFound { id: id.to_owned() })
+}
+
+/// A page of the endpoints `actor` may see, and how many there are.
+pub fn list(
+    conn: &mut DbConnection,
+    page: Page,
+    actor: Actor,
+) -> Result<(Vec<Endpoint>, i64), Error> {
+    Ok(repo::list(conn, actor.only_owner(), page)?)
+}
+
+pub fn update(
+    conn: &mut DbConnection,
+    id: &str,
+    patch: &EndpointPatch,
+    actor: Actor,
+    allow: &Allow,
+) -> Result<Endpoint, Error> {
+    let endpoint = get(conn, id, actor)?;
+    if let Some(url) = &patch.url {
+        allow.check_url(url).map_err(refused_url)?;
+    }
+    let now = storage::timestamp::now_sql();
+    let url = patch.url.as_ref().map(url::Url::as_str);
+    repo::update(
+        conn,
+        endpoint.id,
+        url,
+        patch.event_types.as_ref(),
+        patch.enabled,
+        &now,
+    )?;
+    get(conn, id, actor)
+}
+
+/// A new secret; the previous one still signs deliveries for `grace`, so that receivers can
+/// switch without losing one.
+pub fn rotate(
+    conn: &mut DbConnection,
+    id: &str,
+    actor: Actor,
+    key: Option<&SigningKey>,
+    grace: Duration,
+) -> Result<WithSecret, Error> {
+    let key = key.ok_or(Error::NoSigningKey)?;
+    let endpoint = get(conn, id, actor)?;
+    let until = now_ms().saturating_add(i64::try_from(grace.as_millis()).unwrap_or(i64::MAX));
+    let now = storage::timestamp::now_sql();
+    let version = repo::rotate(conn, endpoint.id, until, &now)?;
+    let endpoint = get(conn, id, actor)?;
+    let secret = key.endpoint_secret(endpoint.id, version);
+    Ok(WithSecret { endpoint, secret })
+}
+
+pub fn delete(conn: &mut DbConnection, id: &str, actor: Actor) -> Result<(), Error> {
+    let endpoint = get(conn, id, actor)?;
+    Ok(repo::delete(conn, endpoint.id)?)
+}
+
+/// A page of an endpoint's delivery log, newest first, and how many entries it has.
+pub fn deliveries(
+    conn: &mut DbConnection,
+    id: &str,
+    page: Page,
+    actor: Actor,
+) -> Result<(Vec<Delivery>, i64), Error> {
+    let endpoint = get(conn, id, actor)?;
+    Ok(repo::deliveries(conn, endpoint.id, page)?)
+}
+
+/// Now, in Unix milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
