@@ -41,6 +41,10 @@ fuzz-api:
 generated-clients:
     bash scripts/generated-clients.sh
 
+# Outbound webhooks end to end: the PyPI reference library verifies every delivery (SIGKILL too).
+webhook-delivery-test *ARGS:
+    bash scripts/webhook-delivery-test.sh {{ARGS}}
+
 # Failover on Patroni + etcd (installed from Debian's packages): 25 faults with 1 server, then 3 (--short: 3 faults).
 ha-test *ARGS:
     bash scripts/ha-test.sh {{ARGS}}

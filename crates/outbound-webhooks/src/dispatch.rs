@@ -68,7 +68,7 @@ impl Default for Settings {
             poll: Duration::from_millis(500),
             rotation_grace: Duration::from_secs(24 * 3_600),
             concurrency: 32,
-            lease: Duration::from_secs(60),
+            lease: Duration::from_secs(20),
         }
     }
 }
@@ -87,6 +87,7 @@ impl Settings {
                 .map_err(|why| config_vars::refuse("WEBHOOK_ENDPOINT_ALLOW", &why))?,
             None => Allow::default(),
         };
+        let timeout = v.millis("WEBHOOK_DELIVERY_TIMEOUT_MS", d.timeout)?;
         Ok(Settings {
             key: key.and_then(|k| SigningKey::new(k.expose().as_bytes().to_vec())),
             allow,
@@ -99,7 +100,9 @@ impl Settings {
                 .unwrap_or(d.max_attempts),
             retry_base: v.millis("WEBHOOK_RETRY_BASE_MS", d.retry_base)?,
             retry_max: v.millis("WEBHOOK_RETRY_MAX_MS", d.retry_max)?,
-            timeout: v.millis("WEBHOOK_DELIVERY_TIMEOUT_MS", d.timeout)?,
+            timeout,
+            // Renewed after each attempt: it must outlast the longest one.
+            lease: d.lease.max(timeout * 2),
             ..d
         })
     }
@@ -127,6 +130,50 @@ struct Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
+    }
+}
+
+/// An attempt to log.
+struct Logged {
+    message_id: String,
+    event_id: i64,
+    attempt: i64,
+    outcome: &'static str,
+    found: Attempt,
+    next_attempt_at: Option<i64>,
+}
+
+impl Logged {
+    fn new(
+        event: &Event,
+        attempt: i64,
+        outcome: &'static str,
+        found: Attempt,
+        next: Option<i64>,
+    ) -> Self {
+        Logged {
+            message_id: message_id(event),
+            event_id: event.id,
+            attempt,
+            outcome,
+            found,
+            next_attempt_at: next,
+        }
+    }
+
+    fn as_new(&self, endpoint_id: i64) -> NewDelivery<'_> {
+        NewDelivery {
+            endpoint_id,
+            message_id: &self.message_id,
+            event_id: self.event_id,
+            attempt: self.attempt,
+            outcome: self.outcome,
+            response_status: self.found.status,
+            latency_ms: self.found.latency_ms,
+            error: self.found.error.as_deref(),
+            next_attempt_at: self.next_attempt_at,
+            manual: false,
+        }
     }
 }
 
@@ -380,7 +427,10 @@ impl Inner {
         blocking(move || store.write(f)).await.map_err(say)
     }
 
-    /// Delivers endpoint `id`'s events while it holds the lease and they succeed.
+    /// Delivers endpoint `id`'s events while it holds the lease and they succeed. Attempts are
+    /// written (log rows and the cursor, one transaction) at most every 100 events or a
+    /// quarter of the lease, and at once when one fails: a process killed in between sends
+    /// the unwritten ones again (same `webhook-id`s).
     async fn deliver(self: Arc<Self>, id: i64) -> Result<(), String> {
         let Some(key) = self.settings.key.clone() else {
             return Ok(());
@@ -398,23 +448,17 @@ impl Inner {
             return Ok(());
         };
         let mut failed = endpoint.failed_attempts;
+        let flush_every = self.settings.lease / 4;
         loop {
             let store = self.store.clone();
             let (after, owner) = (cursor, endpoint.owner_id);
             let batch = blocking(move || {
-                store.read(|c| Ok::<_, Error>(ledger::repo::feed_of(c, after, owner, 50)?))
+                store.read(|c| Ok::<_, Error>(ledger::repo::feed_of(c, after, owner, 100)?))
             })
             .await
             .map_err(say)?;
-            if batch.is_empty() {
-                let (me, failed) = (self.me.clone(), failed);
-                return self
-                    .write(move |c| {
-                        repo::advance(c, id, &me, cursor, failed, 0, 0)?;
-                        Ok(())
-                    })
-                    .await;
-            }
+            let finished = batch.is_empty();
+            let (mut log, mut waits, mut since) = (Vec::new(), None, Instant::now());
             for (position, event) in batch {
                 if !endpoint.event_types.contains(&event.event_type) {
                     cursor = position;
@@ -422,47 +466,61 @@ impl Inner {
                 }
                 let attempt = self.send(&key, id, &endpoint.url, &versions, &event).await;
                 let number = failed + 1;
-                let (outcome, next) = if attempt.delivered() {
-                    ("delivered", None)
+                let outcome = if attempt.delivered() {
+                    "delivered"
                 } else if number >= self.settings.max_attempts {
-                    ("gave_up", None)
+                    "gave_up"
                 } else {
-                    (
-                        "failed",
-                        Some(now_ms().saturating_add(self.backoff(number))),
-                    )
+                    waits = Some(now_ms().saturating_add(self.backoff(number)));
+                    "failed"
                 };
-                let (me, lease) = (self.me.clone(), self.lease_until());
-                let moved = if next.is_some() { cursor } else { position };
-                let still_ours = self
-                    .write(move |c| {
-                        let new = NewDelivery {
-                            endpoint_id: id,
-                            message_id: &message_id(&event),
-                            event_id: event.id,
-                            attempt: number,
-                            outcome,
-                            response_status: attempt.status,
-                            latency_ms: attempt.latency_ms,
-                            error: attempt.error.as_deref(),
-                            next_attempt_at: next,
-                            manual: false,
-                        };
-                        repo::insert_delivery(c, &new, &storage::timestamp::now_sql())?;
-                        let (failed, due, lease) = match next {
-                            Some(at) => (number, at, 0),
-                            None => (0, 0, lease),
-                        };
-                        Ok(repo::advance(c, id, &me, moved, failed, due, lease)?)
-                    })
-                    .await?;
-                if next.is_some() || !still_ours {
-                    return Ok(());
+                log.push(Logged::new(&event, number, outcome, attempt, waits));
+                if waits.is_some() {
+                    failed = number;
+                    break;
                 }
-                cursor = position;
-                failed = 0;
+                (cursor, failed) = (position, 0);
+                if since.elapsed() >= flush_every {
+                    if !self
+                        .record(id, std::mem::take(&mut log), cursor, 0, None)
+                        .await?
+                    {
+                        return Ok(());
+                    }
+                    since = Instant::now();
+                }
+            }
+            let still_ours = self.record(id, log, cursor, failed, waits).await?;
+            if finished || waits.is_some() || !still_ours {
+                return Ok(());
             }
         }
+    }
+
+    /// Writes attempts and where the endpoint stands, in one transaction, while this process
+    /// holds its lease (`false` when it lost it). With `waits` (the next attempt's time) the
+    /// lease is given back until then; otherwise it is renewed.
+    async fn record(
+        &self,
+        id: i64,
+        log: Vec<Logged>,
+        cursor: ledger::FeedPosition,
+        failed: i64,
+        waits: Option<i64>,
+    ) -> Result<bool, String> {
+        let (me, lease) = (self.me.clone(), self.lease_until());
+        self.write(move |c| {
+            let now = storage::timestamp::now_sql();
+            for entry in &log {
+                repo::insert_delivery(c, &entry.as_new(id), &now)?;
+            }
+            let (due, lease) = match waits {
+                Some(at) => (at, 0),
+                None => (0, lease),
+            };
+            Ok(repo::advance(c, id, &me, cursor, failed, due, lease)?)
+        })
+        .await
     }
 
     /// The pause before attempt `failed + 1`: doubling from the base, capped, plus up to a

@@ -3,12 +3,16 @@
 //! On SQLite one writer at a time hands out ids, so id order is commit order. On PostgreSQL an
 //! id is handed out at the insert, and a transaction holding a lower id may commit after one
 //! holding a higher id: a reader going by id would pass over it for good. Each event there
-//! records its transaction's id (`tx`, migration 000014); the feed orders by `(tx, id)` and
-//! serves only transactions older than the oldest one still running
-//! (`pg_snapshot_xmin(pg_current_snapshot())`). Those have all ended, so no event can appear
-//! before a position once it has been served. The price: an event waits until every
-//! transaction older than its own has ended, which is milliseconds unless a session sits idle
-//! inside a transaction (operators watch for that anyway: it also holds back vacuum).
+//! records a transaction number `tx` (migration 000014's trigger): its transaction's id, or
+//! the account's previous event's `tx` when that is higher, so that an account's events never
+//! go down in `tx` (a transaction can hold an older id than the one it waited for on the
+//! account's lock). The feed orders by `(tx, id)` and serves only values below the oldest
+//! transaction still running (`pg_snapshot_xmin(pg_current_snapshot())`): an event's `tx` is
+//! at least its own transaction's id, so those have all ended, and any later insert gets a
+//! `tx` at least that horizon; no event can appear before a position once it has been served,
+//! and each account's events come in sequence order. The price: an event waits until every
+//! transaction older than its number has ended, which is milliseconds unless a session sits
+//! idle inside a transaction (operators watch for that anyway: it also holds back vacuum).
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
