@@ -349,8 +349,7 @@ pub fn body(event: &Event) -> Vec<u8> {
 
 /// The dispatcher thread: a runtime of its own, until the dispatcher is dropped.
 fn run(inner: std::sync::Weak<Inner>) {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(8)
         .enable_all()
         .build()
@@ -481,16 +480,16 @@ impl Inner {
                 }
                 (cursor, failed) = (position, 0);
                 if since.elapsed() >= flush_every {
-                    if !self
-                        .record(id, std::mem::take(&mut log), cursor, 0, None)
-                        .await?
-                    {
+                    let log = std::mem::take(&mut log);
+                    if !self.record(id, log, cursor, 0, None, false).await? {
                         return Ok(());
                     }
                     since = Instant::now();
                 }
             }
-            let still_ours = self.record(id, log, cursor, failed, waits).await?;
+            let still_ours = self
+                .record(id, log, cursor, failed, waits, finished)
+                .await?;
             if finished || waits.is_some() || !still_ours {
                 return Ok(());
             }
@@ -498,8 +497,10 @@ impl Inner {
     }
 
     /// Writes attempts and where the endpoint stands, in one transaction, while this process
-    /// holds its lease (`false` when it lost it). With `waits` (the next attempt's time) the
-    /// lease is given back until then; otherwise it is renewed.
+    /// holds its lease (`false` when it lost it). The lease is given back when the endpoint
+    /// waits (`waits`: the next attempt's time) or has nothing more (`done`), so that its next
+    /// event is taken up at once, by any process; otherwise it is renewed.
+    #[allow(clippy::too_many_arguments)]
     async fn record(
         &self,
         id: i64,
@@ -507,6 +508,7 @@ impl Inner {
         cursor: ledger::FeedPosition,
         failed: i64,
         waits: Option<i64>,
+        done: bool,
     ) -> Result<bool, String> {
         let (me, lease) = (self.me.clone(), self.lease_until());
         self.write(move |c| {
@@ -514,9 +516,10 @@ impl Inner {
             for entry in &log {
                 repo::insert_delivery(c, &entry.as_new(id), &now)?;
             }
-            let (due, lease) = match waits {
-                Some(at) => (at, 0),
-                None => (0, lease),
+            let (due, lease) = match (waits, done) {
+                (Some(at), _) => (at, 0),
+                (None, true) => (0, 0),
+                (None, false) => (0, lease),
             };
             Ok(repo::advance(c, id, &me, cursor, failed, due, lease)?)
         })

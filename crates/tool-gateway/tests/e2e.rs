@@ -330,8 +330,8 @@ fn output_schemas(
     }
     assert_eq!(
         validators.len(),
-        25,
-        "28 tools, 3 of them deletes without a body"
+        29,
+        "32 tools, 3 of them deletes without a body"
     );
     validators
 }
@@ -341,7 +341,14 @@ fn output_schemas(
 /// `outputSchema`, as a client that checks `structuredContent` requires.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_of_every_area_reach_their_routes() {
-    let server = ServerProcess::start().await;
+    let key = "gateway-e2e-webhook-signing-key-0123456789abcdef";
+    let server = ServerProcess::start_with(&[
+        ("WEBHOOK_SIGNING_KEY", key),
+        ("WEBHOOK_ENDPOINT_ALLOW", "127.0.0.1"),
+        ("WEBHOOK_RETRY_BASE_MS", "100"),
+    ])
+    .await;
+    let own_intake = format!("{}/webhook", server.base_url);
     let mut gw = catalog_gateway(&server);
     let schemas = output_schemas(&mut gw);
     let mut status = |name: &str, args: Value| {
@@ -425,6 +432,13 @@ async fn tools_of_every_area_reach_their_routes() {
     );
     assert_eq!(status("list_notes_v2", json!({})).0, 200);
 
+    // An endpoint for the account events below: the service's own intake, which refuses
+    // them (no intake signature), so its log fills with failed attempts.
+    let (code, endpoint) = status("create_webhook_endpoint", json!({"url": own_intake}));
+    assert_eq!(code, 201, "{endpoint}");
+    assert!(endpoint["secret"].as_str().unwrap().starts_with("whsec_"));
+    let endpoint_id = endpoint["id"].to_string();
+    assert_eq!(status("list_webhook_endpoints", json!({})).1["total"], 1);
     assert_eq!(
         status(
             "open_account",
@@ -467,6 +481,26 @@ async fn tools_of_every_area_reach_their_routes() {
         .0,
         422,
         "an overdraft is refused whole"
+    );
+
+    let mut attempts = Value::Null;
+    for _ in 0..100 {
+        let (code, log) = status("list_webhook_deliveries", json!({"id": endpoint_id}));
+        assert_eq!(code, 200);
+        if log["total"].as_i64().unwrap() > 0 {
+            attempts = log;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let first = &attempts["items"][0];
+    assert_eq!(first["response_status"], 401, "{attempts}");
+    let args = json!({"id": endpoint_id, "delivery_id": first["id"]});
+    let (code, again) = status("redeliver_webhook", args);
+    assert_eq!(
+        (code, again["manual"].clone()),
+        (201, json!(true)),
+        "{again}"
     );
 
     let (code, verified) = status("verify_token", json!({"token": "not-a-token"}));

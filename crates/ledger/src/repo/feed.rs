@@ -7,12 +7,15 @@
 //! the account's previous event's `tx` when that is higher, so that an account's events never
 //! go down in `tx` (a transaction can hold an older id than the one it waited for on the
 //! account's lock). The feed orders by `(tx, id)` and serves only values below the oldest
-//! transaction still running (`pg_snapshot_xmin(pg_current_snapshot())`): an event's `tx` is
+//! transaction still running in the statement's snapshot ([`SETTLED`]): an event's `tx` is
 //! at least its own transaction's id, so those have all ended, and any later insert gets a
 //! `tx` at least that horizon; no event can appear before a position once it has been served,
-//! and each account's events come in sequence order. The price: an event waits until every
-//! transaction older than its number has ended, which is milliseconds unless a session sits
-//! idle inside a transaction (operators watch for that anyway: it also holds back vacuum).
+//! and each account's events come in sequence order. Transactions that `pg_stat_activity`
+//! shows in another database of the cluster are left out of the horizon (they cannot write
+//! here); one it cannot place (another role's session, without `pg_read_all_stats`) counts.
+//! The price: an event waits until every transaction of this database older than its number
+//! has ended, milliseconds unless a session sits idle inside a transaction (operators watch
+//! for that anyway: it also holds back vacuum).
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
@@ -38,8 +41,15 @@ struct FeedRow {
     occurred_at: String,
 }
 
-/// The transactions the feed may serve: those older than the oldest still running.
-const SETTLED: &str = "tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
+/// The numbers the feed may serve: below the oldest transaction still running in the
+/// statement's own snapshot (so consistent with what it sees), leaving out transactions known
+/// to run in another database of the cluster (they cannot write this table, and a long one
+/// there would hold this feed back); without any, below the next transaction id.
+const SETTLED: &str = "tx < COALESCE(\
+     (SELECT min(x::text::bigint) FROM pg_snapshot_xip(pg_current_snapshot()) AS x \
+      WHERE x::text::bigint NOT IN (SELECT backend_xid::text::bigint FROM pg_stat_activity \
+        WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database())), \
+     pg_snapshot_xmax(pg_current_snapshot())::text::bigint)";
 
 /// Only the events of `owner`'s accounts, when an owner is given.
 const OWNED: &str = "aggregate_id IN (SELECT account_id FROM accounts WHERE owner_id = ";
