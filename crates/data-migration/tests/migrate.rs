@@ -126,6 +126,31 @@ fn fill(c: &mut DbConnection) {
             .unwrap();
         webhooks::repo::record(c, &delivery).unwrap();
     }
+    // An outbound webhook endpoint that has delivered the first two events, and its log.
+    let endpoint = outbound_webhooks::repo::insert(
+        c,
+        Some(ann),
+        "https://hooks.example.com/in",
+        &outbound_webhooks::EventTypes::all(),
+        ledger::FeedPosition { tx: 0, id: 2 },
+        "2026-11-25 00:00:00",
+    )
+    .unwrap();
+    for event_id in [1, 2] {
+        let delivered = outbound_webhooks::repo::NewDelivery {
+            endpoint_id: endpoint.id,
+            message_id: &format!("evt_{event_id}"),
+            event_id,
+            attempt: 1,
+            outcome: "delivered",
+            response_status: Some(204),
+            latency_ms: 12,
+            error: None,
+            next_attempt_at: None,
+            manual: false,
+        };
+        outbound_webhooks::repo::insert_delivery(c, &delivered, "2026-11-25 00:00:01").unwrap();
+    }
     // The audit trail: a user's write and the operator's.
     for actor in [
         ownership::Actor::User {
@@ -208,7 +233,23 @@ fn copies_every_table_with_its_ids_and_verifies() {
         .unwrap();
         let backend = target.backend();
         assert!(report.is_ok(), "{backend:?}\n{report}");
-        assert_eq!(report.tables.len(), 13);
+        assert_eq!(report.tables.len(), 15);
+        // The endpoint's place in the feed names the same event in the target (on PostgreSQL
+        // the copied events belong to the copy's transaction).
+        let places: Vec<Count> = diesel::sql_query(
+            "SELECT COUNT(*) AS n FROM webhook_endpoints e WHERE e.cursor_id = 2 AND e.cursor_tx = \
+             COALESCE((SELECT a.tx FROM account_events a WHERE a.id = 2), 0)",
+        )
+        .load(&mut open(target))
+        .unwrap_or_else(|_| {
+            // SQLite has no tx column: its positions are (0, id).
+            diesel::sql_query(
+                "SELECT COUNT(*) AS n FROM webhook_endpoints WHERE cursor_id = 2 AND cursor_tx = 0",
+            )
+            .load(&mut open(target))
+            .unwrap()
+        });
+        assert_eq!(places[0].n, 1, "{backend:?}");
         for t in &report.tables {
             assert!(
                 t.source.rows > 0,
@@ -225,7 +266,7 @@ fn copies_every_table_with_its_ids_and_verifies() {
         assert_eq!(articles.target.rows, ARTICLES as i64);
         assert_eq!((report.ledger.accounts, report.ledger.events), (2, 7));
         assert!(report.ledger.is_consistent(), "{backend:?}\n{report}");
-        assert_eq!(seen.len(), 13);
+        assert_eq!(seen.len(), 15);
         assert_eq!(seen[0].table, "notes");
         assert_eq!(seen[0].rows, 2);
 

@@ -105,8 +105,8 @@ pub fn rotate(
     key: Option<&SigningKey>,
     grace: Duration,
 ) -> Result<WithSecret, Error> {
-    let key = key.ok_or(Error::NoSigningKey)?;
     let endpoint = get(conn, id, actor)?;
+    let key = key.ok_or(Error::NoSigningKey)?;
     let until = now_ms().saturating_add(i64::try_from(grace.as_millis()).unwrap_or(i64::MAX));
     let now = storage::timestamp::now_sql();
     let version = repo::rotate(conn, endpoint.id, until, &now)?;

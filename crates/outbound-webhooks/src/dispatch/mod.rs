@@ -21,92 +21,24 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use ledger::Event;
 use ownership::Actor;
 use storage::{DbConnection, Failure, Store};
 use tokio::sync::{Notify, Semaphore};
 
+use crate::Error;
 use crate::model::Delivery;
 use crate::repo::{self, Due, NewDelivery};
 use crate::service::now_ms;
-use crate::{Allow, Error, SigningKey};
 
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// `WEBHOOK_SIGNING_KEY`; without one nothing is registered or delivered.
-    pub key: Option<SigningKey>,
-    /// `WEBHOOK_ENDPOINT_ALLOW`.
-    pub allow: Allow,
-    /// `WEBHOOK_MAX_ATTEMPTS` (8).
-    pub max_attempts: i64,
-    /// `WEBHOOK_RETRY_BASE_MS` (1,000) and `WEBHOOK_RETRY_MAX_MS` (3,600,000).
-    pub retry_base: Duration,
-    pub retry_max: Duration,
-    /// `WEBHOOK_DELIVERY_TIMEOUT_MS` (10,000): an attempt's whole exchange.
-    pub timeout: Duration,
-    /// How often due endpoints are looked for without a wake-up (another process's events).
-    pub poll: Duration,
-    /// How long a rotated-out secret still signs.
-    pub rotation_grace: Duration,
-    /// Endpoints delivered at once.
-    pub concurrency: usize,
-    /// How long an endpoint's lease lasts unless renewed.
-    pub lease: Duration,
-}
+mod attempt;
+mod settings;
 
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            key: None,
-            allow: Allow::default(),
-            max_attempts: 8,
-            retry_base: Duration::from_secs(1),
-            retry_max: Duration::from_secs(3_600),
-            timeout: Duration::from_secs(10),
-            poll: Duration::from_millis(500),
-            rotation_grace: Duration::from_secs(24 * 3_600),
-            concurrency: 32,
-            lease: Duration::from_secs(20),
-        }
-    }
-}
+pub use attempt::{body, message_id};
+pub use settings::Settings;
 
-impl Settings {
-    /// `WEBHOOK_SIGNING_KEY`, `WEBHOOK_ENDPOINT_ALLOW`, `WEBHOOK_MAX_ATTEMPTS`,
-    /// `WEBHOOK_RETRY_BASE_MS`, `WEBHOOK_RETRY_MAX_MS`, `WEBHOOK_DELIVERY_TIMEOUT_MS`, read
-    /// through `v` (one line naming the variable for a bad value).
-    pub fn read<F: Fn(&str) -> Option<String>>(
-        v: &config_vars::Vars<F>,
-    ) -> Result<Settings, config_vars::ConfigError> {
-        let d = Settings::default();
-        let key = v.secret("WEBHOOK_SIGNING_KEY", crate::secret::MIN_KEY_BYTES)?;
-        let allow = match v.get("WEBHOOK_ENDPOINT_ALLOW") {
-            Some(text) => Allow::parse(&text)
-                .map_err(|why| config_vars::refuse("WEBHOOK_ENDPOINT_ALLOW", &why))?,
-            None => Allow::default(),
-        };
-        let timeout = v.millis("WEBHOOK_DELIVERY_TIMEOUT_MS", d.timeout)?;
-        Ok(Settings {
-            key: key.and_then(|k| SigningKey::new(k.expose().as_bytes().to_vec())),
-            allow,
-            max_attempts: v
-                .number(
-                    "WEBHOOK_MAX_ATTEMPTS",
-                    1..=100,
-                    "expected 1 to 100 attempts",
-                )?
-                .unwrap_or(d.max_attempts),
-            retry_base: v.millis("WEBHOOK_RETRY_BASE_MS", d.retry_base)?,
-            retry_max: v.millis("WEBHOOK_RETRY_MAX_MS", d.retry_max)?,
-            timeout,
-            // Renewed after each attempt: it must outlast the longest one.
-            lease: d.lease.max(timeout * 2),
-            ..d
-        })
-    }
-}
+use attempt::{Logged, Resolver};
 
 /// The dispatcher of this process (cheap to clone). Dropping the last clone stops it.
 #[derive(Clone)]
@@ -130,63 +62,6 @@ struct Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
-    }
-}
-
-/// An attempt to log.
-struct Logged {
-    message_id: String,
-    event_id: i64,
-    attempt: i64,
-    outcome: &'static str,
-    found: Attempt,
-    next_attempt_at: Option<i64>,
-}
-
-impl Logged {
-    fn new(
-        event: &Event,
-        attempt: i64,
-        outcome: &'static str,
-        found: Attempt,
-        next: Option<i64>,
-    ) -> Self {
-        Logged {
-            message_id: message_id(event),
-            event_id: event.id,
-            attempt,
-            outcome,
-            found,
-            next_attempt_at: next,
-        }
-    }
-
-    fn as_new(&self, endpoint_id: i64) -> NewDelivery<'_> {
-        NewDelivery {
-            endpoint_id,
-            message_id: &self.message_id,
-            event_id: self.event_id,
-            attempt: self.attempt,
-            outcome: self.outcome,
-            response_status: self.found.status,
-            latency_ms: self.found.latency_ms,
-            error: self.found.error.as_deref(),
-            next_attempt_at: self.next_attempt_at,
-            manual: false,
-        }
-    }
-}
-
-/// What an attempt found.
-struct Attempt {
-    status: Option<i64>,
-    latency_ms: i64,
-    error: Option<String>,
-}
-
-impl Attempt {
-    fn delivered(&self) -> bool {
-        self.status.is_some_and(|s| (200..300).contains(&s))
     }
 }
 
@@ -243,11 +118,6 @@ impl Dispatcher {
         actor: Actor,
     ) -> Result<Delivery, Failure<Error>> {
         let inner = Arc::clone(&self.inner);
-        let key = inner
-            .settings
-            .key
-            .clone()
-            .ok_or(Failure::Op(Error::NoSigningKey))?;
         let store = inner.store.clone();
         let (endpoint, event, versions) = blocking(move || {
             store.read(|c| -> Result<_, Error> {
@@ -264,6 +134,8 @@ impl Dispatcher {
             })
         })
         .await?;
+        // An unknown endpoint or delivery is 404 whether or not a key is set.
+        let key = (inner.settings.key.clone()).ok_or(Failure::Op(Error::NoSigningKey))?;
         let attempt = inner
             .send(&key, endpoint.id, &endpoint.url, &versions, &event)
             .await;
@@ -322,29 +194,6 @@ fn say(failure: Failure<Error>) -> String {
         }
     }
     out
-}
-
-/// The `webhook-id` of an event's deliveries: the same on every attempt and endpoint.
-pub fn message_id(event: &Event) -> String {
-    format!("evt_{}", event.id)
-}
-
-/// The JSON body of an event's delivery: Standard Webhooks' `type`, `timestamp` and `data`
-/// (the event as `GET /accounts/{id}/events` lists it).
-pub fn body(event: &Event) -> Vec<u8> {
-    let data = serde_json::json!({
-        "id": event.id,
-        "aggregate_id": event.aggregate_id,
-        "aggregate_type": ledger::AGGREGATE_TYPE,
-        "event_type": event.event_type,
-        "payload": event.payload,
-        "sequence": event.sequence,
-        "occurred_at": event.occurred_at,
-    });
-    let timestamp = format!("{}Z", event.occurred_at.replacen(' ', "T", 1));
-    serde_json::json!({"type": event.event_type, "timestamp": timestamp, "data": data})
-        .to_string()
-        .into_bytes()
 }
 
 /// The dispatcher thread: a runtime of its own, until the dispatcher is dropped.
@@ -541,101 +390,5 @@ impl Inner {
             Err(_) => 0,
         };
         pause.saturating_add(jitter)
-    }
-
-    /// One attempt: the signed POST, within the timeout.
-    async fn send(
-        &self,
-        key: &SigningKey,
-        endpoint_id: i64,
-        url: &str,
-        versions: &[i64],
-        event: &Event,
-    ) -> Attempt {
-        let started = Instant::now();
-        let failed = |error: String| Attempt {
-            status: None,
-            latency_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
-            error: Some(error),
-        };
-        let parsed = match url::Url::parse(url) {
-            Ok(parsed) => parsed,
-            Err(e) => return failed(format!("invalid URL: {e}")),
-        };
-        // Literal addresses never reach the resolver: checked here.
-        if let Err(why) = self.settings.allow.check_url(&parsed) {
-            return failed(format!("refused destination: {why}"));
-        }
-        let body = body(event);
-        let (id, timestamp) = (message_id(event), now_ms() / 1_000);
-        let signature = match key.signature(endpoint_id, versions, &id, timestamp, &body) {
-            Ok(signature) => signature,
-            Err(e) => return failed(e),
-        };
-        let sent = self
-            .http
-            .post(parsed)
-            .header("content-type", "application/json")
-            .header("webhook-id", &id)
-            .header("webhook-timestamp", timestamp.to_string())
-            .header("webhook-signature", signature)
-            .body(body)
-            .timeout(self.settings.timeout)
-            .send()
-            .await;
-        match sent {
-            Ok(res) => {
-                let status = i64::from(res.status().as_u16());
-                // The answer's body is not read: only its status counts.
-                drop(res);
-                Attempt {
-                    status: Some(status),
-                    latency_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
-                    error: (!(200..300).contains(&status))
-                        .then(|| format!("the endpoint answered {status}")),
-                }
-            }
-            Err(e) => failed(describe(&e)),
-        }
-    }
-}
-
-/// A failed request in a few words (no URL: the log names the endpoint).
-fn describe(e: &reqwest::Error) -> String {
-    use std::error::Error as _;
-    let mut cause = e.source();
-    let mut deepest = None;
-    while let Some(c) = cause {
-        deepest = Some(c.to_string());
-        cause = c.source();
-    }
-    let kind = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "could not connect"
-    } else {
-        "failed"
-    };
-    match deepest {
-        Some(why) => format!("{kind}: {why}"),
-        None => kind.to_owned(),
-    }
-}
-
-/// The HTTP client's name resolution: only addresses the allow-list lets it reach.
-struct Resolver(Allow);
-
-impl reqwest::dns::Resolve for Resolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let allow = self.0.clone();
-        let host = name.as_str().to_owned();
-        Box::pin(async move {
-            let found = tokio::task::spawn_blocking(move || allow.resolve(&host, 0)).await;
-            match found {
-                Ok(Ok(addrs)) => Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs),
-                Ok(Err(e)) => Err(Box::new(e) as Box<dyn std::error::Error + Send + Sync>),
-                Err(e) => Err(Box::new(e) as Box<dyn std::error::Error + Send + Sync>),
-            }
-        })
     }
 }

@@ -1,0 +1,188 @@
+//! One attempt: the signed request, what it found, and how it is logged.
+
+use std::time::Instant;
+
+use ledger::Event;
+
+use super::Inner;
+use crate::repo::NewDelivery;
+use crate::service::now_ms;
+use crate::{Allow, SigningKey};
+
+/// An attempt to log.
+pub(super) struct Logged {
+    message_id: String,
+    event_id: i64,
+    attempt: i64,
+    outcome: &'static str,
+    found: Attempt,
+    next_attempt_at: Option<i64>,
+}
+
+impl Logged {
+    pub(super) fn new(
+        event: &Event,
+        attempt: i64,
+        outcome: &'static str,
+        found: Attempt,
+        next: Option<i64>,
+    ) -> Self {
+        Logged {
+            message_id: message_id(event),
+            event_id: event.id,
+            attempt,
+            outcome,
+            found,
+            next_attempt_at: next,
+        }
+    }
+
+    pub(super) fn as_new(&self, endpoint_id: i64) -> NewDelivery<'_> {
+        NewDelivery {
+            endpoint_id,
+            message_id: &self.message_id,
+            event_id: self.event_id,
+            attempt: self.attempt,
+            outcome: self.outcome,
+            response_status: self.found.status,
+            latency_ms: self.found.latency_ms,
+            error: self.found.error.as_deref(),
+            next_attempt_at: self.next_attempt_at,
+            manual: false,
+        }
+    }
+}
+
+/// What an attempt found.
+pub(super) struct Attempt {
+    pub(super) status: Option<i64>,
+    pub(super) latency_ms: i64,
+    pub(super) error: Option<String>,
+}
+
+impl Attempt {
+    pub(super) fn delivered(&self) -> bool {
+        self.status.is_some_and(|s| (200..300).contains(&s))
+    }
+}
+
+/// The `webhook-id` of an event's deliveries: the same on every attempt and endpoint.
+pub fn message_id(event: &Event) -> String {
+    format!("evt_{}", event.id)
+}
+
+/// The JSON body of an event's delivery: Standard Webhooks' `type`, `timestamp` and `data`
+/// (the event as `GET /accounts/{id}/events` lists it).
+pub fn body(event: &Event) -> Vec<u8> {
+    let data = serde_json::json!({
+        "id": event.id,
+        "aggregate_id": event.aggregate_id,
+        "aggregate_type": ledger::AGGREGATE_TYPE,
+        "event_type": event.event_type,
+        "payload": event.payload,
+        "sequence": event.sequence,
+        "occurred_at": event.occurred_at,
+    });
+    let timestamp = format!("{}Z", event.occurred_at.replacen(' ', "T", 1));
+    serde_json::json!({"type": event.event_type, "timestamp": timestamp, "data": data})
+        .to_string()
+        .into_bytes()
+}
+
+impl Inner {
+    /// One attempt: the signed POST, within the timeout.
+    pub(super) async fn send(
+        &self,
+        key: &SigningKey,
+        endpoint_id: i64,
+        url: &str,
+        versions: &[i64],
+        event: &Event,
+    ) -> Attempt {
+        let started = Instant::now();
+        let failed = |error: String| Attempt {
+            status: None,
+            latency_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
+            error: Some(error),
+        };
+        let parsed = match url::Url::parse(url) {
+            Ok(parsed) => parsed,
+            Err(e) => return failed(format!("invalid URL: {e}")),
+        };
+        // Literal addresses never reach the resolver: checked here.
+        if let Err(why) = self.settings.allow.check_url(&parsed) {
+            return failed(format!("refused destination: {why}"));
+        }
+        let body = body(event);
+        let (id, timestamp) = (message_id(event), now_ms() / 1_000);
+        let signature = match key.signature(endpoint_id, versions, &id, timestamp, &body) {
+            Ok(signature) => signature,
+            Err(e) => return failed(e),
+        };
+        let sent = self
+            .http
+            .post(parsed)
+            .header("content-type", "application/json")
+            .header("webhook-id", &id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signature)
+            .body(body)
+            .timeout(self.settings.timeout)
+            .send()
+            .await;
+        match sent {
+            Ok(res) => {
+                let status = i64::from(res.status().as_u16());
+                // The answer's body is not read: only its status counts.
+                drop(res);
+                Attempt {
+                    status: Some(status),
+                    latency_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
+                    error: (!(200..300).contains(&status))
+                        .then(|| format!("the endpoint answered {status}")),
+                }
+            }
+            Err(e) => failed(describe(&e)),
+        }
+    }
+}
+
+/// A failed request in a few words (no URL: the log names the endpoint).
+fn describe(e: &reqwest::Error) -> String {
+    use std::error::Error as _;
+    let mut cause = e.source();
+    let mut deepest = None;
+    while let Some(c) = cause {
+        deepest = Some(c.to_string());
+        cause = c.source();
+    }
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else {
+        "failed"
+    };
+    match deepest {
+        Some(why) => format!("{kind}: {why}"),
+        None => kind.to_owned(),
+    }
+}
+
+/// The HTTP client's name resolution: only addresses the allow-list lets it reach.
+pub(super) struct Resolver(pub(super) Allow);
+
+impl reqwest::dns::Resolve for Resolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allow = self.0.clone();
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let found = tokio::task::spawn_blocking(move || allow.resolve(&host, 0)).await;
+            match found {
+                Ok(Ok(addrs)) => Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs),
+                Ok(Err(e)) => Err(Box::new(e) as Box<dyn std::error::Error + Send + Sync>),
+                Err(e) => Err(Box::new(e) as Box<dyn std::error::Error + Send + Sync>),
+            }
+        })
+    }
+}
