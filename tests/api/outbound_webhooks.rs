@@ -435,6 +435,14 @@ async fn rotation_signs_with_both_secrets_and_redelivery_repeats_the_id(backend:
     let new = rotated["secret"].as_str().unwrap().to_owned();
     assert_ne!(new, old);
     assert_eq!(rotated["secret_version"], 2);
+    // Again within the grace (a retried call, say) would end the old secret at once: refused.
+    let again = app
+        .post_json(
+            &format!("/webhook-endpoints/{id}/rotate-secret"),
+            &json!({}),
+        )
+        .await;
+    problem(again, StatusCode::CONFLICT, "conflict").await;
     app.deposit("ann", 5).await;
     let got = receiver.wait_for(2).await;
     assert!(got[0].verifies_with(&old) && !got[0].verifies_with(&new));

@@ -330,6 +330,16 @@ async fn a_client_holds_at_most_its_share_of_streams(backend: Backend) {
         reopened.is_some(),
         "the closed stream's place was given back"
     );
+
+    // The server's own cap: past it, 503 with Retry-After, whoever asks.
+    let Some(full) = TestApp::spawn_with(backend, |s| s.event_streams.total = 1).await else {
+        return;
+    };
+    full.open_account("ann", "Ann").await;
+    let _only = Sse::open(&full, "/events/stream", None).await;
+    let res = full.get("/accounts/ann/events/stream").await;
+    assert_eq!(res.headers()["retry-after"], "5");
+    problem(res, StatusCode::SERVICE_UNAVAILABLE, "service-unavailable").await;
 }
 
 async fn an_idle_stream_beats_and_ends_with_its_last_event_id(backend: Backend) {

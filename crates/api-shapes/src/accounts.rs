@@ -248,7 +248,7 @@ pub struct StreamQuery {
 #[derive(Debug, Deserialize, JsonSchema, ApiComponent)]
 #[schemars(crate = "apistos")]
 pub struct FeedQuery {
-    #[schemars(regex(pattern = r"^[0-9]{1,19}(-[0-9]{1,19})?$"))]
+    #[schemars(regex(pattern = r"^[0-9]{1,19}-[0-9]{1,19}$"))]
     pub after: Option<String>,
 }
 

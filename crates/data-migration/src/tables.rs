@@ -267,7 +267,7 @@ table!(WebhookEvents = webhooks::schema::webhook_events, key id: BigInt, serial 
 table!(WebhookEndpoints = outbound_webhooks::schema::webhook_endpoints, key id: BigInt,
     serial Some("id"), {
     id: i64, owner_id: Option<i64>, url: String, event_types: String, enabled: bool,
-    secret_version: i64, previous_secret_until: i64, created_at: String, updated_at: String,
+    secret_version: i64, secret_salt: String, previous_secret_until: i64, created_at: String, updated_at: String,
     cursor_id: i64, failed_attempts: i64, next_attempt_at: i64, lease_owner: String,
     lease_until: i64,
 });

@@ -132,6 +132,7 @@ fn fill(c: &mut DbConnection) {
         Some(ann),
         "https://hooks.example.com/in",
         &outbound_webhooks::EventTypes::all(),
+        "5a17",
         ledger::FeedPosition { tx: 0, id: 2 },
         "2026-11-25 00:00:00",
     )

@@ -10,7 +10,8 @@
 //!   has taken the last (actix polls a body as the socket drains), so a slow reader costs one
 //!   batch; a reader that takes nothing is closed by the connection's stall limit
 //!   (`connection::STALL_LIMIT`). Each client address holds at most
-//!   [`StreamLimits::per_client`] streams (429 past it).
+//!   [`StreamLimits::per_client`] streams (429 past it), the server [`StreamLimits::total`]
+//!   (503 past it).
 //! - **A clear end.** A stream ends with a last `end` event naming the last event it sent
 //!   (`last_event_id`): when it reaches [`StreamLimits::max_age`] (the reader reconnects and is
 //!   authenticated again, so a revoked token stops reading), when the server drains, or after
@@ -49,6 +50,8 @@ pub struct StreamLimits {
     pub max_age: Duration,
     /// Open streams one client address may hold.
     pub per_client: usize,
+    /// Open streams in all (each reads the database when woken).
+    pub total: usize,
 }
 
 impl Default for StreamLimits {
@@ -58,6 +61,7 @@ impl Default for StreamLimits {
             poll: Duration::from_millis(500),
             max_age: Duration::from_secs(15 * 60),
             per_client: 16,
+            total: 1_000,
         }
     }
 }
@@ -96,6 +100,14 @@ impl Streams {
         let client =
             crate::middleware::client::of_request(req).map(crate::middleware::client::client_key);
         let mut open = self.open.lock().map_err(ApiError::internal)?;
+        if open.values().sum::<usize>() >= self.limits.total {
+            let detail = "this server holds as many open event streams as it serves; try again";
+            let busy = ApiError::new(Problem::new(Slug::ServiceUnavailable, detail));
+            return Err(busy.with_header(
+                actix_web::http::header::RETRY_AFTER,
+                actix_web::http::header::HeaderValue::from_static("5"),
+            ));
+        }
         let held = open.entry(client).or_insert(0);
         if *held >= self.limits.per_client {
             let detail = format!(
@@ -232,7 +244,7 @@ impl<C: Clone + Send + 'static> State<C> {
             return Some((Ok(Bytes::from(retry)), self));
         }
         loop {
-            let ends = self.started + self.limits.max_age;
+            let ends = later(self.started, self.limits.max_age);
             if Instant::now() >= ends {
                 return Some((Ok(Bytes::from(self.end("max-age"))), self));
             }
@@ -266,8 +278,8 @@ impl<C: Clone + Send + 'static> State<C> {
                 }
                 Ok(_) => {}
             }
-            let beat = self.last_sent + self.limits.heartbeat;
-            let until = (Instant::now() + self.limits.poll).min(beat).min(ends);
+            let beat = later(self.last_sent, self.limits.heartbeat);
+            let until = later(Instant::now(), self.limits.poll).min(beat).min(ends);
             tokio::select! {
                 _ = self.wake.changed() => {}
                 () = tokio::time::sleep_until(until) => {}
@@ -278,6 +290,13 @@ impl<C: Clone + Send + 'static> State<C> {
             }
         }
     }
+}
+
+/// `at + wait`, or a year on when that is past what an `Instant` holds (a huge setting).
+fn later(at: Instant, wait: Duration) -> Instant {
+    at.checked_add(wait)
+        .or_else(|| at.checked_add(Duration::from_secs(365 * 86_400)))
+        .unwrap_or(at)
 }
 
 /// `read_primary` wants a `std::error::Error`; the fetch already speaks `ApiError`.

@@ -129,7 +129,9 @@ fn is_internal_name(name: &str) -> bool {
 fn internal(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => internal_v4(v4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+        // `::ffff:a.b.c.d` and the old `::a.b.c.d` both carry an IPv4 address: judge that (this
+        // also judges `::1` and `::` as 0.0.0.1 and 0.0.0.0, refused as unspecified).
+        IpAddr::V6(v6) => match v6.to_ipv4() {
             Some(v4) => internal_v4(v4),
             None => internal_v6(v6),
         },
@@ -150,15 +152,25 @@ fn internal_v4(ip: Ipv4Addr) -> Option<&'static str> {
         Some("an unspecified address")
     } else if ip.is_multicast() || ip.is_broadcast() || a >= 240 {
         Some("not a unicast address")
-    } else if a == 192 && b == 0 && ip.octets()[2] == 0 || a == 198 && (b == 18 || b == 19) {
+    } else if reserved_v4(ip) {
         Some("a reserved address")
     } else {
         None
     }
 }
 
+/// IETF protocol assignments, benchmarking, the documentation networks, 6to4 relays.
+fn reserved_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    matches!(
+        (a, b, c),
+        (192, 0, 0) | (192, 0, 2) | (198, 51, 100) | (203, 0, 113) | (192, 88, 99)
+    ) || a == 198 && (b == 18 || b == 19)
+}
+
 fn internal_v6(ip: Ipv6Addr) -> Option<&'static str> {
-    let first = ip.segments()[0];
+    let segments = ip.segments();
+    let first = segments[0];
     if ip.is_loopback() {
         Some("a loopback address")
     } else if ip.is_unspecified() {
@@ -167,6 +179,20 @@ fn internal_v6(ip: Ipv6Addr) -> Option<&'static str> {
         Some("a unique-local (private) address")
     } else if first & 0xffc0 == 0xfe80 {
         Some("a link-local address")
+    } else if first & 0xffc0 == 0xfec0 {
+        Some("a site-local (private) address")
+    } else if first == 0x2001 && (segments[1] == 0 || segments[1] == 0xdb8) {
+        // Teredo tunnels to an address this side cannot judge; the documentation network.
+        Some("a tunnel or documentation address")
+    } else if first == 0x2002 {
+        // 6to4 carries the IPv4 address of its relay: judge that.
+        let v4 = Ipv4Addr::new(
+            (segments[1] >> 8) as u8,
+            segments[1] as u8,
+            (segments[2] >> 8) as u8,
+            segments[2] as u8,
+        );
+        internal_v4(v4)
     } else if ip.is_multicast() {
         Some("not a unicast address")
     } else if first == 0x64 && ip.segments()[1] == 0xff9b {
@@ -220,6 +246,12 @@ mod tests {
             "http://[fe80::1]/x",
             "http://[::ffff:127.0.0.1]/x",
             "http://[64:ff9b::a9fe:a9fe]/x",
+            "http://[::127.0.0.1]/x",
+            "http://[2002:7f00:1::1]/x",
+            "http://[2001:0:4136:e378::1]/x",
+            "http://[fec0::1]/x",
+            "http://203.0.113.9/x",
+            "http://192.0.2.1/x",
             "http://localhost:8080/x",
             "http://api.localhost/x",
             "http://metadata.google.internal/x",

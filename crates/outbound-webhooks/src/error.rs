@@ -8,6 +8,10 @@ pub enum Error {
     /// Unknown, or another user's (whose endpoints do not exist for this one).
     #[error("webhook endpoint {id} not found")]
     NotFound { id: String },
+    /// A rotation while the previous one's old secret still signs: it would end that grace at
+    /// once, and receivers still on the old secret would reject deliveries.
+    #[error("webhook endpoint {id}: the previous rotation's grace still lasts")]
+    RotationInGrace { id: String },
     /// No `WEBHOOK_SIGNING_KEY`: no endpoint secret can be made, so none is registered.
     #[error("no webhook signing key is configured")]
     NoSigningKey,
@@ -30,6 +34,13 @@ impl ToProblem for Error {
         match self {
             Error::Validation(errors) => Problem::validation(errors.clone()),
             Error::NotFound { id } => Problem::not_found("Webhook endpoint", id),
+            Error::RotationInGrace { id } => Problem::new(
+                Slug::Conflict,
+                format!(
+                    "Webhook endpoint {id} was rotated less than a grace period ago and its old \
+                     secret still signs; rotate again once that has ended."
+                ),
+            ),
             Error::NoSigningKey => Problem::new(
                 Slug::ServiceUnavailable,
                 "Outbound webhooks are off: the operator has set no WEBHOOK_SIGNING_KEY.",

@@ -153,6 +153,8 @@ pub struct Endpoint {
     pub event_types: EventTypes,
     pub enabled: bool,
     pub secret_version: i64,
+    /// Mixed into the secret (not secret itself): see [`crate::secret`].
+    pub secret_salt: String,
     pub created_at: String,
     pub updated_at: String,
     /// The dispatcher's state: failed attempts at the next event, and when it tries again

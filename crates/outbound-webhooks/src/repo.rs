@@ -18,6 +18,7 @@ type EndpointRow = (
     i64,
     String,
     String,
+    String,
     i64,
     i64,
 );
@@ -29,6 +30,7 @@ const ENDPOINT: (
     e::event_types,
     e::enabled,
     e::secret_version,
+    e::secret_salt,
     e::created_at,
     e::updated_at,
     e::failed_attempts,
@@ -40,6 +42,7 @@ const ENDPOINT: (
     e::event_types,
     e::enabled,
     e::secret_version,
+    e::secret_salt,
     e::created_at,
     e::updated_at,
     e::failed_attempts,
@@ -47,8 +50,19 @@ const ENDPOINT: (
 );
 
 fn endpoint(row: EndpointRow) -> Endpoint {
-    let (id, owner_id, url, types, enabled, secret_version, created_at, updated_at, failed, next) =
-        row;
+    let (
+        id,
+        owner_id,
+        url,
+        types,
+        enabled,
+        secret_version,
+        secret_salt,
+        created_at,
+        updated_at,
+        failed,
+        next,
+    ) = row;
     Endpoint {
         id,
         owner_id,
@@ -56,6 +70,7 @@ fn endpoint(row: EndpointRow) -> Endpoint {
         event_types: EventTypes::from_stored(&types),
         enabled,
         secret_version,
+        secret_salt,
         created_at,
         updated_at,
         failed_attempts: failed,
@@ -69,11 +84,13 @@ pub fn insert(
     owner_id: Option<i64>,
     url: &str,
     types: &EventTypes,
+    salt: &str,
     head: FeedPosition,
     now: &str,
 ) -> QueryResult<Endpoint> {
     let row = (
         e::owner_id.eq(owner_id),
+        e::secret_salt.eq(salt),
         e::url.eq(url),
         e::event_types.eq(types.stored()),
         e::created_at.eq(now),
@@ -149,16 +166,35 @@ pub fn update(
     Ok(())
 }
 
-/// A new secret version; the previous one still signs until `grace_until` (Unix ms).
-pub fn rotate(conn: &mut DbConnection, id: i64, grace_until: i64, now: &str) -> QueryResult<i64> {
-    diesel::update(e::table.find(id))
-        .set((
-            e::secret_version.eq(e::secret_version + 1),
-            e::previous_secret_until.eq(grace_until),
-            e::updated_at.eq(now),
-        ))
-        .execute(conn)?;
-    e::table.find(id).select(e::secret_version).first(conn)
+/// A new secret version; the previous one still signs until `grace_until` (Unix ms). `None`
+/// while an earlier rotation's grace lasts (`now_ms` before its end): rotating then would end
+/// that grace at once.
+pub fn rotate(
+    conn: &mut DbConnection,
+    id: i64,
+    now_ms: i64,
+    grace_until: i64,
+    now: &str,
+) -> QueryResult<Option<i64>> {
+    let rotated = diesel::update(
+        e::table
+            .find(id)
+            .filter(e::previous_secret_until.le(now_ms)),
+    )
+    .set((
+        e::secret_version.eq(e::secret_version + 1),
+        e::previous_secret_until.eq(grace_until),
+        e::updated_at.eq(now),
+    ))
+    .execute(conn)?;
+    if rotated == 0 {
+        return Ok(None);
+    }
+    e::table
+        .find(id)
+        .select(e::secret_version)
+        .first(conn)
+        .map(Some)
 }
 
 pub fn delete(conn: &mut DbConnection, id: i64) -> QueryResult<()> {
@@ -176,14 +212,25 @@ pub struct Due {
     pub versions: Vec<i64>,
 }
 
-/// Enabled endpoints whose next attempt is due and that no live process delivers for.
-pub fn due(conn: &mut DbConnection, now_ms: i64, limit: i64) -> QueryResult<Vec<i64>> {
+/// Enabled endpoints with events after their place (before `head`, the feed's last position),
+/// whose next attempt is due and that no live process delivers for; those that waited longest
+/// first.
+pub fn due(
+    conn: &mut DbConnection,
+    now_ms: i64,
+    head: FeedPosition,
+    limit: i64,
+) -> QueryResult<Vec<i64>> {
+    let behind = e::cursor_tx
+        .lt(head.tx)
+        .or(e::cursor_tx.eq(head.tx).and(e::cursor_id.lt(head.id)));
     e::table
         .filter(e::enabled.eq(true))
+        .filter(behind)
         .filter(e::next_attempt_at.le(now_ms))
         .filter(e::lease_until.lt(now_ms))
         .select(e::id)
-        .order(e::next_attempt_at.asc())
+        .order((e::next_attempt_at.asc(), e::id.asc()))
         .limit(limit)
         .load(conn)
 }
@@ -223,9 +270,10 @@ pub fn lease(
     }))
 }
 
-/// Records where endpoint `id` stands after an attempt, while `owner` still holds its lease:
-/// its cursor, failed attempts at the next event and when that is due. `false` when the lease
-/// was lost (another process goes on; nothing is changed).
+/// Records where endpoint `id` stands after an attempt, while `owner` still holds its lease
+/// and the endpoint is enabled: its cursor, failed attempts at the next event and when that is
+/// due. `false` when the lease was lost (another process goes on) or the endpoint was disabled
+/// meanwhile (its events wait): nothing is changed, and the deliverer stops.
 #[allow(clippy::too_many_arguments)]
 pub fn advance(
     conn: &mut DbConnection,
@@ -236,7 +284,11 @@ pub fn advance(
     next_attempt_at: i64,
     lease_until: i64,
 ) -> QueryResult<bool> {
-    let changed = diesel::update(e::table.find(id).filter(e::lease_owner.eq(owner)))
+    let held = e::table
+        .find(id)
+        .filter(e::lease_owner.eq(owner))
+        .filter(e::enabled.eq(true));
+    let changed = diesel::update(held)
         .set((
             e::cursor_tx.eq(cursor.tx),
             e::cursor_id.eq(cursor.id),

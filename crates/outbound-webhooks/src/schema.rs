@@ -6,6 +6,7 @@ diesel::table! {
         event_types -> Text,
         enabled -> Bool,
         secret_version -> BigInt,
+        secret_salt -> Text,
         previous_secret_until -> BigInt,
         created_at -> Text,
         updated_at -> Text,

@@ -1,6 +1,6 @@
 //! Each endpoint's signing secret, `whsec_<base64>` as Standard Webhooks has it, derived from
-//! the operator's `WEBHOOK_SIGNING_KEY` and the endpoint's id and secret version:
-//! `HMAC-SHA256(key, "endpoint-secret:<id>:<version>")`. Nothing secret is stored: the
+//! the operator's `WEBHOOK_SIGNING_KEY` and the endpoint's id, random salt and secret version:
+//! `HMAC-SHA256(key, "endpoint-secret:<id>:<salt>:<version>")`. Nothing secret is stored: the
 //! database holds the version alone, and rotating a secret is counting the version up. A
 //! leaked database copy signs nothing; a leaked key signs for every endpoint (rotate it with
 //! every endpoint's secret, docs/events.md).
@@ -30,11 +30,11 @@ impl SigningKey {
         (key.len() >= MIN_KEY_BYTES).then_some(SigningKey(key))
     }
 
-    /// The `whsec_` secret of endpoint `id` at `version`.
-    pub fn endpoint_secret(&self, id: i64, version: i64) -> String {
+    /// The `whsec_` secret of endpoint `id` (with its `salt`) at `version`.
+    pub fn endpoint_secret(&self, id: i64, salt: &str, version: i64) -> String {
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
             .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
-        mac.update(format!("endpoint-secret:{id}:{version}").as_bytes());
+        mac.update(format!("endpoint-secret:{id}:{salt}:{version}").as_bytes());
         format!("whsec_{}", STANDARD.encode(mac.finalize().into_bytes()))
     }
 
@@ -44,6 +44,7 @@ impl SigningKey {
     pub fn signature(
         &self,
         id: i64,
+        salt: &str,
         versions: &[i64],
         message_id: &str,
         timestamp: i64,
@@ -51,7 +52,7 @@ impl SigningKey {
     ) -> Result<String, String> {
         let mut out = Vec::with_capacity(versions.len());
         for version in versions {
-            let webhook = standardwebhooks::Webhook::new(&self.endpoint_secret(id, *version))
+            let webhook = standardwebhooks::Webhook::new(&self.endpoint_secret(id, salt, *version))
                 .map_err(|e| format!("signing key: {e}"))?;
             let signature = webhook
                 .sign(message_id, timestamp, body)
@@ -69,11 +70,16 @@ mod tests {
     #[test]
     fn secrets_differ_by_endpoint_and_version_and_verify_with_the_reference_library() {
         let key = SigningKey::new([7u8; 32].to_vec()).unwrap();
-        let a = key.endpoint_secret(1, 1);
+        let a = key.endpoint_secret(1, "s", 1);
         assert!(a.starts_with("whsec_") && a.len() > 40, "{a}");
-        assert_ne!(a, key.endpoint_secret(1, 2));
-        assert_ne!(a, key.endpoint_secret(2, 1));
-        assert_eq!(a, key.endpoint_secret(1, 1), "derived, so stable");
+        assert_ne!(a, key.endpoint_secret(1, "s", 2));
+        assert_ne!(a, key.endpoint_secret(2, "s", 1));
+        assert_eq!(a, key.endpoint_secret(1, "s", 1), "derived, so stable");
+        assert_ne!(
+            a,
+            key.endpoint_secret(1, "t", 1),
+            "an id given again has another salt"
+        );
         assert!(SigningKey::new(vec![1u8; 31]).is_none());
         assert_eq!(format!("{key:?}"), "SigningKey(***)");
 
@@ -82,19 +88,20 @@ mod tests {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs() as i64;
-        let signature = key.signature(1, &[2, 1], "evt_9", now, body).unwrap();
+        let signature = key.signature(1, "s", &[2, 1], "evt_9", now, body).unwrap();
         assert_eq!(signature.split(' ').count(), 2);
         let mut headers = http::HeaderMap::new();
         headers.insert("webhook-id", "evt_9".parse().unwrap());
         headers.insert("webhook-timestamp", now.to_string().parse().unwrap());
         headers.insert("webhook-signature", signature.parse().unwrap());
         for version in [1, 2] {
-            let webhook = standardwebhooks::Webhook::new(&key.endpoint_secret(1, version)).unwrap();
+            let webhook =
+                standardwebhooks::Webhook::new(&key.endpoint_secret(1, "s", version)).unwrap();
             webhook
                 .verify(body, &headers)
                 .unwrap_or_else(|e| panic!("version {version}: {e:?}"));
         }
-        let other = standardwebhooks::Webhook::new(&key.endpoint_secret(1, 3)).unwrap();
+        let other = standardwebhooks::Webhook::new(&key.endpoint_secret(1, "s", 3)).unwrap();
         assert!(other.verify(body, &headers).is_err());
     }
 }

@@ -40,15 +40,19 @@ pub fn register(
     allow.check_url(&input.url).map_err(refused_url)?;
     let head = ledger::repo::feed_head(conn)?;
     let now = storage::timestamp::now_sql();
+    let mut salt = [0u8; 16];
+    getrandom::fill(&mut salt).map_err(|e| Error::Internal(e.to_string()))?;
+    let salt: String = salt.iter().map(|b| format!("{b:02x}")).collect();
     let endpoint = repo::insert(
         conn,
         actor.owner_id(),
         input.url.as_str(),
         &input.event_types,
+        &salt,
         head,
         &now,
     )?;
-    let secret = key.endpoint_secret(endpoint.id, endpoint.secret_version);
+    let secret = key.endpoint_secret(endpoint.id, &endpoint.secret_salt, endpoint.secret_version);
     Ok(WithSecret { endpoint, secret })
 }
 
@@ -107,11 +111,13 @@ pub fn rotate(
 ) -> Result<WithSecret, Error> {
     let endpoint = get(conn, id, actor)?;
     let key = key.ok_or(Error::NoSigningKey)?;
-    let until = now_ms().saturating_add(i64::try_from(grace.as_millis()).unwrap_or(i64::MAX));
+    let at = now_ms();
+    let until = at.saturating_add(i64::try_from(grace.as_millis()).unwrap_or(i64::MAX));
     let now = storage::timestamp::now_sql();
-    let version = repo::rotate(conn, endpoint.id, until, &now)?;
+    let version = repo::rotate(conn, endpoint.id, at, until, &now)?
+        .ok_or_else(|| Error::RotationInGrace { id: id.to_owned() })?;
     let endpoint = get(conn, id, actor)?;
-    let secret = key.endpoint_secret(endpoint.id, version);
+    let secret = key.endpoint_secret(endpoint.id, &endpoint.secret_salt, version);
     Ok(WithSecret { endpoint, secret })
 }
 

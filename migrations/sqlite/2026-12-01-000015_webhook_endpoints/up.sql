@@ -9,6 +9,9 @@ CREATE TABLE webhook_endpoints (
     event_types TEXT NOT NULL,
     enabled BOOLEAN NOT NULL DEFAULT TRUE,
     secret_version BIGINT NOT NULL DEFAULT 1,
+    -- Random, per endpoint, mixed into its secret: an id handed out again (after a restore)
+    -- never gives a former endpoint's secret. Not a secret itself.
+    secret_salt TEXT NOT NULL DEFAULT '',
     -- Until then (Unix ms) deliveries are signed with the previous secret too (a rotation's
     -- grace period).
     previous_secret_until BIGINT NOT NULL DEFAULT 0,

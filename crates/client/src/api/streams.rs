@@ -42,7 +42,8 @@ pub struct Subscription {
     path: String,
     last_event_id: Option<String>,
     body: Option<reqwest::Response>,
-    buffer: String,
+    /// Bytes received and not yet taken as messages (a chunk may end inside a character).
+    buffer: Vec<u8>,
     idle_limit: Duration,
     failures: u32,
 }
@@ -68,7 +69,7 @@ impl Subscription {
             path,
             last_event_id: after,
             body: None,
-            buffer: String::new(),
+            buffer: Vec::new(),
             idle_limit: Duration::from_secs(45),
             failures: 0,
         }
@@ -91,7 +92,7 @@ impl Subscription {
     /// reconnects).
     pub async fn next(&mut self) -> Result<StreamedEvent, ClientError> {
         loop {
-            if let Some(message) = take_message(&mut self.buffer) {
+            if let Some(message) = take_message(&mut self.buffer, self.op)? {
                 match message.event.as_deref() {
                     None => return self.event(message),
                     // The server ends every stream in time: go on from the last event.
@@ -107,10 +108,13 @@ impl Subscription {
                 continue;
             };
             match tokio::time::timeout(self.idle_limit, body.chunk()).await {
-                Ok(Ok(Some(chunk))) => match std::str::from_utf8(&chunk) {
-                    Ok(text) => self.buffer.push_str(text),
-                    Err(_) => return Err(ClientError::invalid(self.op, "the stream is not UTF-8")),
-                },
+                Ok(Ok(Some(chunk))) => {
+                    if self.buffer.len() + chunk.len() > MAX_MESSAGE_BYTES {
+                        let why = "a stream message exceeds 16 MiB";
+                        return Err(ClientError::invalid(self.op, why));
+                    }
+                    self.buffer.extend_from_slice(&chunk);
+                }
                 // Ended without its `end` event, broke, or went silent: open it again.
                 Ok(Ok(None)) | Ok(Err(_)) | Err(_) => self.failed(None).await?,
             }
@@ -146,7 +150,14 @@ impl Subscription {
         if let Some(id) = &self.last_event_id {
             call = call.header("last-event-id", id)?;
         }
-        match self.client.open_stream(&call).await {
+        // The answer's head within the idle limit too: a server that accepts and says nothing
+        // is tried again.
+        let opened =
+            match tokio::time::timeout(self.idle_limit, self.client.open_stream(&call)).await {
+                Ok(opened) => opened,
+                Err(_) => return self.failed(None).await,
+            };
+        match opened {
             Ok(Opened::Stream(body)) => self.body = Some(body),
             Ok(Opened::Refused(reply)) => {
                 let status = reply.status.as_u16();
@@ -183,12 +194,19 @@ impl Subscription {
     }
 }
 
+/// The most a subscription holds of one message before it gives up on the stream.
+const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
 /// Takes the first whole message (up to a blank line) off `buffer`, skipping comments
-/// (heartbeats) and `retry` lines.
-fn take_message(buffer: &mut String) -> Option<Message> {
+/// (heartbeats) and `retry` lines; a whole message that is not UTF-8 is an error.
+fn take_message(buffer: &mut Vec<u8>, op: &'static str) -> Result<Option<Message>, ClientError> {
     loop {
-        let end = buffer.find("\n\n")?;
-        let block: String = buffer.drain(..end + 2).collect();
+        let Some(end) = buffer.windows(2).position(|w| w == b"\n\n") else {
+            return Ok(None);
+        };
+        let block: Vec<u8> = buffer.drain(..end + 2).collect();
+        let block = String::from_utf8(block)
+            .map_err(|_| ClientError::invalid(op, "a stream message is not UTF-8"))?;
         let mut message = Message::default();
         let mut has_data = false;
         for line in block.lines() {
@@ -208,7 +226,7 @@ fn take_message(buffer: &mut String) -> Option<Message> {
             }
         }
         if has_data {
-            return Some(message);
+            return Ok(Some(message));
         }
     }
 }
@@ -219,10 +237,9 @@ mod tests {
 
     #[test]
     fn messages_are_cut_at_blank_lines_and_heartbeats_skipped() {
-        let mut buffer = String::from(
-            "retry: 1000\n\n: heartbeat\n\nid: 3\ndata: {\"a\":1}\n\nevent: end\ndata: {}\n\nid: 4\nda",
-        );
-        let first = take_message(&mut buffer).unwrap();
+        let mut buffer = b"retry: 1000\n\n: heartbeat\n\nid: 3\ndata: {\"a\":1}\n\nevent: end\ndata: {}\n\nid: 4\nda"
+            .to_vec();
+        let first = take_message(&mut buffer, "op").unwrap().unwrap();
         assert_eq!(
             first,
             Message {
@@ -231,13 +248,25 @@ mod tests {
                 data: "{\"a\":1}".into()
             }
         );
-        let end = take_message(&mut buffer).unwrap();
+        let end = take_message(&mut buffer, "op").unwrap().unwrap();
         assert_eq!(end.event.as_deref(), Some("end"));
         assert_eq!(
-            take_message(&mut buffer),
+            take_message(&mut buffer, "op").unwrap(),
             None,
             "the last one is not whole yet"
         );
-        assert_eq!(buffer, "id: 4\nda");
+        assert_eq!(buffer, b"id: 4\nda");
+    }
+
+    /// A character split between two chunks is whole once both are in.
+    #[test]
+    fn a_character_split_across_chunks_is_read_whole() {
+        let text = "id: 1\ndata: {\"owner\":\"Zoë\"}\n\n".as_bytes();
+        let split = text.iter().position(|b| *b >= 0x80).unwrap() + 1;
+        let mut buffer = text[..split].to_vec();
+        assert_eq!(take_message(&mut buffer, "op").unwrap(), None);
+        buffer.extend_from_slice(&text[split..]);
+        let message = take_message(&mut buffer, "op").unwrap().unwrap();
+        assert_eq!(message.data, "{\"owner\":\"Zoë\"}");
     }
 }

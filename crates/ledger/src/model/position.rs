@@ -14,23 +14,19 @@ pub struct FeedPosition {
 impl FeedPosition {
     pub const START: FeedPosition = FeedPosition { tx: 0, id: 0 };
 
-    /// `<tx>-<id>` (two whole numbers ≥ 0), or a bare `<id>` (tx 0); anything else is `None`.
+    /// `<tx>-<id>` (two whole numbers ≥ 0); anything else is `None`. (A bare event id would
+    /// not do: on PostgreSQL an id alone does not say where in the feed the event stands.)
     pub fn parse(text: &str) -> Option<FeedPosition> {
         let number = |s: &str| {
             (!s.is_empty() && s.len() <= 19 && s.bytes().all(|b| b.is_ascii_digit()))
                 .then(|| s.parse::<i64>().ok())
                 .flatten()
         };
-        match text.trim().split_once('-') {
-            Some((tx, id)) => Some(FeedPosition {
-                tx: number(tx)?,
-                id: number(id)?,
-            }),
-            None => Some(FeedPosition {
-                tx: 0,
-                id: number(text.trim())?,
-            }),
-        }
+        let (tx, id) = text.trim().split_once('-')?;
+        Some(FeedPosition {
+            tx: number(tx)?,
+            id: number(id)?,
+        })
     }
 }
 
@@ -48,10 +44,7 @@ mod tests {
     fn positions_round_trip_and_order() {
         let p = FeedPosition { tx: 812, id: 9 };
         assert_eq!(FeedPosition::parse(&p.to_string()), Some(p));
-        assert_eq!(
-            FeedPosition::parse("17"),
-            Some(FeedPosition { tx: 0, id: 17 })
-        );
+        assert_eq!(FeedPosition::parse("17"), None);
         assert!(FeedPosition { tx: 1, id: 1 } > FeedPosition { tx: 0, id: 99 });
         for bad in [
             "",

@@ -44,10 +44,11 @@ struct FeedRow {
 /// The numbers the feed may serve: below the oldest transaction still running in the
 /// statement's own snapshot (so consistent with what it sees), leaving out transactions known
 /// to run in another database of the cluster (they cannot write this table, and a long one
-/// there would hold this feed back); without any, below the next transaction id.
+/// there would hold this feed back; `backend_xid` is the 32-bit id, so it is compared without
+/// the epoch); without any, below the next transaction id.
 const SETTLED: &str = "tx < COALESCE(\
      (SELECT min(x::text::bigint) FROM pg_snapshot_xip(pg_current_snapshot()) AS x \
-      WHERE x::text::bigint NOT IN (SELECT backend_xid::text::bigint FROM pg_stat_activity \
+      WHERE (x::text::bigint & 4294967295) NOT IN (SELECT backend_xid::text::bigint FROM pg_stat_activity \
         WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database())), \
      pg_snapshot_xmax(pg_current_snapshot())::text::bigint)";
 
@@ -141,4 +142,26 @@ pub fn feed_head(conn: &mut DbConnection) -> Result<FeedPosition, Error> {
         }
     };
     Ok(head.map_or(FeedPosition::START, |h| FeedPosition { tx: h.tx, id: h.id }))
+}
+
+/// [`feed_of`] and [`feed_head`] from one snapshot: a batch, and the feed's last position as
+/// that batch saw it. When the batch is shorter than `limit`, nothing of `owner`'s lies between
+/// its last event and that head, so a reader may move on to the head (and never scan the
+/// others' events again).
+pub fn feed_batch(
+    conn: &mut DbConnection,
+    after: FeedPosition,
+    owner: Option<i64>,
+    limit: i64,
+) -> Result<(Vec<(FeedPosition, Event)>, FeedPosition), Error> {
+    use diesel::connection::Connection;
+    conn.transaction(|c| {
+        if let DbConnection::Postgresql(pg) = c {
+            diesel::sql_query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .execute(pg)?;
+        }
+        let batch = feed_of(c, after, owner, limit)?;
+        let head = feed_head(c)?;
+        Ok((batch, head))
+    })
 }

@@ -5,6 +5,7 @@ use std::time::Instant;
 use ledger::Event;
 
 use super::Inner;
+use crate::model::Endpoint;
 use crate::repo::NewDelivery;
 use crate::service::now_ms;
 use crate::{Allow, SigningKey};
@@ -94,8 +95,7 @@ impl Inner {
     pub(super) async fn send(
         &self,
         key: &SigningKey,
-        endpoint_id: i64,
-        url: &str,
+        endpoint: &Endpoint,
         versions: &[i64],
         event: &Event,
     ) -> Attempt {
@@ -105,7 +105,7 @@ impl Inner {
             latency_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
             error: Some(error),
         };
-        let parsed = match url::Url::parse(url) {
+        let parsed = match url::Url::parse(&endpoint.url) {
             Ok(parsed) => parsed,
             Err(e) => return failed(format!("invalid URL: {e}")),
         };
@@ -115,7 +115,14 @@ impl Inner {
         }
         let body = body(event);
         let (id, timestamp) = (message_id(event), now_ms() / 1_000);
-        let signature = match key.signature(endpoint_id, versions, &id, timestamp, &body) {
+        let signature = match key.signature(
+            endpoint.id,
+            &endpoint.secret_salt,
+            versions,
+            &id,
+            timestamp,
+            &body,
+        ) {
             Ok(signature) => signature,
             Err(e) => return failed(e),
         };

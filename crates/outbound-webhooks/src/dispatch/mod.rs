@@ -27,10 +27,10 @@ use ownership::Actor;
 use storage::{DbConnection, Failure, Store};
 use tokio::sync::{Notify, Semaphore};
 
-use crate::Error;
 use crate::model::Delivery;
 use crate::repo::{self, Due, NewDelivery};
 use crate::service::now_ms;
+use crate::{Error, SigningKey};
 
 mod attempt;
 mod settings;
@@ -39,6 +39,9 @@ pub use attempt::{body, message_id};
 pub use settings::Settings;
 
 use attempt::{Logged, Resolver};
+
+/// How long one turn of an endpoint's deliveries may go on before its slot is given back.
+const YIELD_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The dispatcher of this process (cheap to clone). Dropping the last clone stops it.
 #[derive(Clone)]
@@ -71,6 +74,8 @@ impl Dispatcher {
         let resolver = Arc::new(Resolver(settings.allow.clone()));
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            // A proxy would resolve the destination itself, past the resolver's checks.
+            .no_proxy()
             .dns_resolver(resolver)
             .user_agent(concat!(
                 "notes-service-webhooks/",
@@ -136,9 +141,7 @@ impl Dispatcher {
         .await?;
         // An unknown endpoint or delivery is 404 whether or not a key is set.
         let key = (inner.settings.key.clone()).ok_or(Failure::Op(Error::NoSigningKey))?;
-        let attempt = inner
-            .send(&key, endpoint.id, &endpoint.url, &versions, &event)
-            .await;
+        let attempt = inner.send(&key, &endpoint, &versions, &event).await;
         let store = inner.store.clone();
         blocking(move || {
             store.write(|c| {
@@ -199,7 +202,8 @@ fn say(failure: Failure<Error>) -> String {
 /// The dispatcher thread: a runtime of its own, until the dispatcher is dropped.
 fn run(inner: std::sync::Weak<Inner>) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
-        .max_blocking_threads(8)
+        // Database calls and name lookups (which cannot be cancelled) share these threads.
+        .max_blocking_threads(64)
         .enable_all()
         .build()
     {
@@ -238,9 +242,15 @@ impl Inner {
     /// Starts a delivery task for each due endpoint this process can lease.
     async fn tick(self: Arc<Self>, permits: &Arc<Semaphore>) -> Result<(), String> {
         let store = self.store.clone();
-        let due = blocking(move || store.read(|c| Ok::<_, Error>(repo::due(c, now_ms(), 256)?)))
-            .await
-            .map_err(say)?;
+        let due = blocking(move || {
+            store.read(|c| {
+                // Only endpoints with something after their place: an idle one costs nothing.
+                let head = ledger::repo::feed_head(c)?;
+                Ok::<_, Error>(repo::due(c, now_ms(), head, 256)?)
+            })
+        })
+        .await
+        .map_err(say)?;
         for id in due {
             let started = self.busy.lock().is_ok_and(|mut busy| busy.insert(id));
             if !started {
@@ -287,32 +297,60 @@ impl Inner {
         let leased = self
             .write(move |c| Ok(repo::lease(c, id, &me, now_ms(), until)?))
             .await?;
-        let Some(Due {
+        let Some(due) = leased else {
+            return Ok(());
+        };
+        let delivered = Arc::clone(&self).deliver_leased(&key, id, due).await;
+        if delivered.is_err() {
+            // Whatever failed, the endpoint is not kept from the next tick (or process).
+            let me = self.me.clone();
+            let _ = self.write(move |c| Ok(repo::release(c, id, &me)?)).await;
+        }
+        delivered
+    }
+
+    /// [`Inner::deliver`] once the lease is held: batches of the owner's events in feed order,
+    /// until none is left, one fails, or the lease is lost. The lease is renewed (with the
+    /// attempts so far) before an attempt could outlast it.
+    #[allow(clippy::too_many_lines)]
+    async fn deliver_leased(
+        self: Arc<Self>,
+        key: &SigningKey,
+        id: i64,
+        due: Due,
+    ) -> Result<(), String> {
+        const BATCH: i64 = 100;
+        let Due {
             endpoint,
             mut cursor,
             versions,
-        }) = leased
-        else {
-            return Ok(());
-        };
+        } = due;
         let mut failed = endpoint.failed_attempts;
-        let flush_every = self.settings.lease / 4;
+        let (started, mut renewed) = (Instant::now(), Instant::now());
         loop {
             let store = self.store.clone();
             let (after, owner) = (cursor, endpoint.owner_id);
-            let batch = blocking(move || {
-                store.read(|c| Ok::<_, Error>(ledger::repo::feed_of(c, after, owner, 100)?))
+            let (batch, head) = blocking(move || {
+                store.read(|c| Ok::<_, Error>(ledger::repo::feed_batch(c, after, owner, BATCH)?))
             })
             .await
             .map_err(say)?;
-            let finished = batch.is_empty();
-            let (mut log, mut waits, mut since) = (Vec::new(), None, Instant::now());
+            let mut whole = i64::try_from(batch.len()).unwrap_or(BATCH) < BATCH;
+            let (mut log, mut waits) = (Vec::new(), None);
             for (position, event) in batch {
                 if !endpoint.event_types.contains(&event.event_type) {
                     cursor = position;
                     continue;
                 }
-                let attempt = self.send(&key, id, &endpoint.url, &versions, &event).await;
+                // An attempt must end while the lease holds: renew it first when it might not.
+                if renewed.elapsed() + self.settings.timeout >= self.settings.lease * 9 / 10 {
+                    let log = std::mem::take(&mut log);
+                    if !self.record(id, log, cursor, failed, None, false).await? {
+                        return Ok(());
+                    }
+                    renewed = Instant::now();
+                }
+                let attempt = self.send(key, &endpoint, &versions, &event).await;
                 let number = failed + 1;
                 let outcome = if attempt.delivered() {
                     "delivered"
@@ -328,20 +366,27 @@ impl Inner {
                     break;
                 }
                 (cursor, failed) = (position, 0);
-                if since.elapsed() >= flush_every {
-                    let log = std::mem::take(&mut log);
-                    if !self.record(id, log, cursor, 0, None, false).await? {
-                        return Ok(());
-                    }
-                    since = Instant::now();
+                if started.elapsed() >= YIELD_AFTER {
+                    // The rest of the batch waits for the next turn.
+                    whole = false;
+                    break;
                 }
             }
-            let still_ours = self
-                .record(id, log, cursor, failed, waits, finished)
-                .await?;
-            if finished || waits.is_some() || !still_ours {
+            // A short batch was everything of the owner's up to the head it was read with: the
+            // next read starts there, not at the last event (others' events are not read again).
+            let done = whole && waits.is_none();
+            if done && head > cursor {
+                cursor = head;
+            }
+            // A long backlog gives its delivery slot (and the lease) back now and then, so that
+            // one slow endpoint does not keep a slot for hours; it is taken up again at once.
+            let yielding = !done && waits.is_none() && started.elapsed() >= YIELD_AFTER;
+            let still_ours =
+                (self.record(id, log, cursor, failed, waits, done || yielding)).await?;
+            if done || yielding || waits.is_some() || !still_ours {
                 return Ok(());
             }
+            renewed = Instant::now();
         }
     }
 

@@ -73,7 +73,7 @@ impl Settings {
             retry_max: v.millis("WEBHOOK_RETRY_MAX_MS", d.retry_max)?,
             timeout,
             // Renewed after each attempt: it must outlast the longest one.
-            lease: d.lease.max(timeout * 2),
+            lease: d.lease.max(timeout.saturating_mul(2)),
             ..d
         })
     }

@@ -115,11 +115,13 @@ pub async fn remove(db: Db, path: Path<EndpointPath>) -> Result<NoContent, ApiEr
 /// Rotate a webhook endpoint's secret
 ///
 /// A new secret, in this answer only. Deliveries are signed with the old one too (two
-/// signatures in `webhook-signature`) for 24 hours, so receivers switch without a gap.
+/// signatures in `webhook-signature`) for 24 hours, so receivers switch without a gap; a second
+/// rotation within those hours is 409.
 #[api_operation(
     operation_id = "rotate_webhook_endpoint_secret",
     tag = "webhooks",
     error_code = 404,
+    error_code = 409,
     error_code = 503
 )]
 pub async fn rotate(

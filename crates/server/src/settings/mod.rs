@@ -131,8 +131,8 @@ pub struct Settings {
     /// `REPLICA_READS`: `token` (default: only reads with a `Consistency-Token`) or `eventual`.
     pub replica_reads: storage::replicas::ReadPolicy,
     /// `EVENT_STREAM_HEARTBEAT_MS` (15,000), `EVENT_STREAM_POLL_MS` (500),
-    /// `EVENT_STREAM_MAX_AGE_MS` (900,000), `EVENT_STREAMS_PER_CLIENT` (16): the live event
-    /// streams.
+    /// `EVENT_STREAM_MAX_AGE_MS` (900,000), `EVENT_STREAMS_PER_CLIENT` (16),
+    /// `EVENT_STREAMS_MAX` (1,000): the live event streams.
     pub event_streams: http_edge::sse::StreamLimits,
     /// `WEBHOOK_SIGNING_KEY`, `WEBHOOK_ENDPOINT_ALLOW` and the delivery limits
     /// (`outbound_webhooks::dispatch::Settings::read`).

@@ -168,6 +168,9 @@ fn event_streams<F: Fn(&str) -> Option<String>>(v: &Vars<F>) -> Result<StreamLim
         per_client: v
             .number("EVENT_STREAMS_PER_CLIENT", 1.., POSITIVE)?
             .unwrap_or(d.per_client),
+        total: v
+            .number("EVENT_STREAMS_MAX", 1.., POSITIVE)?
+            .unwrap_or(d.total),
     })
 }
 

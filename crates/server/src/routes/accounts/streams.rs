@@ -26,7 +26,8 @@ use crate::context::Context;
     tag = "accounts",
     error_code = 404,
     error_code = 422,
-    error_code = 429
+    error_code = 429,
+    error_code = 503
 )]
 pub async fn account(
     req: HttpRequest,
@@ -54,7 +55,8 @@ pub async fn account(
     operation_id = "stream_all_events",
     tag = "accounts",
     error_code = 422,
-    error_code = 429
+    error_code = 429,
+    error_code = 503
 )]
 pub async fn all(
     req: HttpRequest,
