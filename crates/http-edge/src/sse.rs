@@ -90,11 +90,6 @@ impl Streams {
         self.wake.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    /// Streams open now.
-    pub fn open(&self) -> usize {
-        self.open.lock().map_or(0, |open| open.values().sum())
-    }
-
     /// A place for one more stream of `req`'s client: 429 when it holds its share already.
     pub fn slot(self: &Arc<Self>, req: &HttpRequest) -> Result<Slot, ApiError> {
         let client =

@@ -20,7 +20,6 @@
 //!   so order holds across instances.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use ownership::Actor;
@@ -56,16 +55,9 @@ struct Inner {
     /// This process's name on the leases it holds.
     me: String,
     wake: Notify,
-    stop: AtomicBool,
     /// Endpoints a task of this process is delivering for: one task per endpoint (the lease
     /// keeps other processes out, this keeps this one's ticks from starting a second).
     busy: std::sync::Mutex<std::collections::HashSet<i64>>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-    }
 }
 
 impl Dispatcher {
@@ -91,7 +83,6 @@ impl Dispatcher {
             http,
             me: me.iter().map(|b| format!("{b:02x}")).collect(),
             wake: Notify::new(),
-            stop: AtomicBool::new(false),
             busy: std::sync::Mutex::new(std::collections::HashSet::new()),
         });
         if inner.settings.key.is_some() {
@@ -222,9 +213,6 @@ fn run(inner: std::sync::Weak<Inner>) {
             let Some(strong) = inner.upgrade() else {
                 return;
             };
-            if strong.stop.load(Ordering::Acquire) {
-                return;
-            }
             if let Err(err) = Arc::clone(&strong).tick(&permits).await {
                 log::warn!("webhook dispatcher: {err}");
             }
