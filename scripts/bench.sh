@@ -120,10 +120,42 @@ seed_tokens() { # base_url backend -> prints raw tokens, one per line; the user 
   for i in $(seq 1 50); do python3 -c 'import secrets; print(secrets.token_hex(32))'; done
 }
 
+# events_section backend base: what following the events costs (issue 35). Appends to 100
+# accounts (wrk, BENCH_SHORT seconds) with nothing following them, with 1 and with 10 webhook
+# endpoints registered (a receiver on this machine taking every delivery, scripts/bench/events.py),
+# and with 100 streams open, one per account; then the time from an append to its arrival on a
+# stream and at an endpoint, at 200 appends a second. The receiver and the stream reader stand
+# for machines of their own: they run under SCHED_IDLE (chrt --idle), so that they take from the
+# server's two cores only what the server leaves.
+events_section() {
+  local backend=$1 base=$2 sink_port sink_pid ids n
+  ACCOUNTS=100 short "$backend" "events: appends, nothing following" "$base" scripts/bench/append_event.lua
+  sink_port=$(free_port)
+  chrt --idle 0 python3 scripts/bench/events.py sink "$sink_port" > "$work/sink-$backend.log" &
+  sink_pid=$!; PIDS+=("$sink_pid")
+  for n in 1 10; do
+    ids=$(python3 scripts/bench/events.py endpoints "$base" "http://127.0.0.1:$sink_port/hook" "$n")
+    ACCOUNTS=100 short "$backend" "events: appends, $n endpoint(s)" "$base" scripts/bench/append_event.lua
+    # shellcheck disable=SC2086 # one id per word
+    python3 scripts/bench/events.py delete "$base" $ids
+  done
+  kill "$sink_pid"; wait "$sink_pid" 2>/dev/null || true
+  sed 's/^/  /' "$work/sink-$backend.log"
+  chrt --idle 0 python3 scripts/bench/events.py streams "$base" bench 100 > "$work/streams-$backend.log" &
+  local streams_pid=$!; PIDS+=("$streams_pid")
+  sleep 1
+  ACCOUNTS=100 short "$backend" "events: appends, 100 open streams" "$base" scripts/bench/append_event.lua
+  kill "$streams_pid"; wait "$streams_pid" 2>/dev/null || true
+  sed 's/^/  /' "$work/streams-$backend.log"
+  python3 scripts/bench/events.py latency "$base" "$results" "$backend" --seconds "$SHORT" --rate 200
+}
+
 bench_backend() { # backend database_url seed_target
   local backend=$1 url=$2 target=$3
   echo "== $backend"
-  start_server "$(free_port)" "$work/$backend.log" DATABASE_URL="$url"
+  start_server "$(free_port)" "$work/$backend.log" DATABASE_URL="$url" \
+    WEBHOOK_SIGNING_KEY="$(python3 -c 'import secrets; print(secrets.token_hex(32))')" \
+    WEBHOOK_ENDPOINT_ALLOW=127.0.0.1 EVENT_STREAMS_PER_CLIENT=200 MAX_CONNECTIONS_PER_CLIENT=1000
   local pid=$SERVER_PID base=$BASE
   seed_notes "$backend" "$target"
   load "$backend" "GET /health" "$base/health"
@@ -162,6 +194,7 @@ bench_backend() { # backend database_url seed_target
   ACCOUNTS=1 load "$backend" "POST /accounts/{id}/events (1 account)" "$base" scripts/bench/append_event.lua
   ACCOUNTS=100 load "$backend" "POST /accounts/{id}/events (100 accounts)" "$base" scripts/bench/append_event.lua
   DATABASE_URL="$url" "$BIN" ledger-check
+  events_section "$backend" "$base"
 
   memory "$backend" "10k rows: main routes" "$pid"
 

@@ -205,6 +205,23 @@ def main():
             if r and target:
                 mark = "meets" if r["rps"] >= target else "misses"
                 ratios.append(f"- {b}: ledger appends to {n} = **{r['rps']:,.0f}/s** (target ≥ {target:,}/s, {mark} it)")
+    # Issue 35: appends while webhooks and streams follow them, against appends with nothing
+    # following, same run; and how long an event takes to arrive.
+    for b in backends:
+        alone = rows.get("events: appends, nothing following", {}).get(b)
+        for name in ("events: appends, 1 endpoint(s)", "events: appends, 10 endpoint(s)",
+                     "events: appends, 100 open streams"):
+            r = rows.get(name, {}).get(b)
+            if r and alone and alone["rps"]:
+                ratio = r["rps"] / alone["rps"]
+                mark = "meets" if ratio >= 0.85 else "misses"
+                ratios.append(f"- {b}: `{name.removeprefix('events: ')}` = **{ratio:.2f}×** the appends with nothing following "
+                              f"({r['rps']:,.0f} vs {alone['rps']:,.0f} req/s; target ≥ 0.85×, {mark} it)")
+        for path in ("SSE", "webhook"):
+            r = rows.get(f"events: append to {path} delivery", {}).get(b)
+            if r:
+                ratios.append(f"- {b}: from an append's request to its {path} delivery, at {r['rps']:,.0f} appends/s: "
+                              f"p50 **{r['p50']}**, p99 **{r['p99']}**" + (" (some never arrived)" if r["non2xx"] else ""))
     # Issue 21: at ROWS rows the first page of every list keeps at least half the point read.
     # Each list against the point read run just before it (same tables, neighbouring seconds).
     for b in backends:

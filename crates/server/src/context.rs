@@ -39,9 +39,10 @@ pub struct Context {
 }
 
 impl Context {
-    /// Account events were committed: the streams and the dispatcher look now.
-    pub fn events_committed(&self) {
-        self.streams.notify();
+    /// Events of `accounts` were committed: their streams, the feed's and the dispatcher look
+    /// now.
+    pub fn events_committed(&self, accounts: &[&str]) {
+        self.streams.notify(accounts);
         self.dispatcher.notify();
     }
 

@@ -114,7 +114,7 @@ pub fn start(
     let _ = std::thread::Builder::new()
         .name("sqlite-checkpoint".into())
         .spawn(move || {
-            lower_own_priority();
+            lower_own_priority(CHECKPOINTER_NICE);
             // Syncing through any descriptor flushes the file's dirty pages; read-only suffices.
             let mut file = None;
             let mut conn = None;
@@ -147,11 +147,16 @@ pub fn start(
     stop
 }
 
-/// Linux keeps a nice value per thread, and `setpriority(PRIO_PROCESS, 0, …)` changes only the
-/// calling thread's. Elsewhere that call would change the whole process, so it is not made.
-fn lower_own_priority() {
+/// Gives the calling thread the nice value `nice`, for background work that must never take
+/// the CPU from requests. Linux keeps a nice value per thread, and `setpriority(PRIO_PROCESS,
+/// 0, …)` changes only the calling thread's. Elsewhere that call would change the whole
+/// process, so it is not made. A thread that may hold the SQLite write lock must not call it:
+/// descheduled under load, it would keep every writer waiting.
+pub fn lower_own_priority(nice: i32) {
     #[cfg(target_os = "linux")]
-    let _ = rustix::process::setpriority_process(None, CHECKPOINTER_NICE);
+    let _ = rustix::process::setpriority_process(None, nice);
+    #[cfg(not(target_os = "linux"))]
+    let _ = nice;
 }
 
 #[cfg(test)]

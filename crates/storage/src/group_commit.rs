@@ -67,10 +67,22 @@ impl<J: Send + 'static, R: Outcome + Send + 'static> GroupCommit<J, R> {
         run: RunBatch<J, R>,
         failed: fn(StoreError) -> R,
     ) -> Self {
+        Self::with_durability(name, store, run, failed, Durability::Flushed)
+    }
+
+    /// [`GroupCommit::new`] with the given [`Durability`].
+    pub fn with_durability(
+        name: &'static str,
+        store: Store,
+        run: RunBatch<J, R>,
+        failed: fn(StoreError) -> R,
+        durability: Durability,
+    ) -> Self {
         let (jobs, queue) = mpsc::channel();
         let deadline = store.timeouts().answer;
         let writer = Writer {
             name,
+            durability,
             store,
             run,
             failed,
@@ -150,8 +162,23 @@ struct Held {
     since: Instant,
 }
 
+/// Whether a batch's `COMMIT` waits for its disk flush.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// As the store is configured (`synchronous=FULL` on SQLite, `synchronous_commit=on` on
+    /// PostgreSQL by default): an answered write survives power loss.
+    Flushed,
+    /// The commit does not wait for the flush (`synchronous=NORMAL`, `synchronous_commit=off`
+    /// for the batch's transaction): a power loss may take the last batches, never a later
+    /// write without an earlier one, and a process crash takes nothing. For bookkeeping that
+    /// is redone when lost (the webhook dispatcher's cursors, leases and log), never for a
+    /// write a client is told is stored.
+    Unflushed,
+}
+
 struct Writer<J, R> {
     name: &'static str,
+    durability: Durability,
     store: Store,
     run: RunBatch<J, R>,
     failed: fn(StoreError) -> R,
@@ -166,14 +193,17 @@ impl<J, R: Outcome> Writer<J, R> {
                 Ok(job) => job,
                 Err(TryRecvError::Empty) => {
                     // Idle: the connection goes back to the pool before the writer sleeps.
-                    held = None;
+                    self.release(held.take());
                     match self.queue.recv() {
                         Ok(job) => job,
                         // Every sender is gone: the GroupCommit was dropped.
                         Err(_) => return,
                     }
                 }
-                Err(TryRecvError::Disconnected) => return,
+                Err(TryRecvError::Disconnected) => {
+                    self.release(held.take());
+                    return;
+                }
             };
             let mut batch = vec![first];
             while batch.len() < MAX_BATCH {
@@ -185,6 +215,13 @@ impl<J, R: Outcome> Writer<J, R> {
             if let Some(err) = self.serve_batch(&mut held, batch) {
                 self.fail_queued(&err);
             }
+        }
+    }
+
+    /// Hands the writer's connection back to the pool in the store's own durability.
+    fn release(&self, held: Option<Held>) {
+        if let (Some(mut held), Durability::Unflushed) = (held, self.durability) {
+            self.store.flush_in_commit(&mut held.conn);
         }
     }
 
@@ -257,17 +294,22 @@ impl<J, R: Outcome> Writer<J, R> {
     fn run_batch(&self, held: &mut Option<Held>, jobs: Vec<J>) -> Result<Vec<R>, Refused> {
         let n = jobs.len();
         let _lock = self.store.lock_for_write().map_err(Refused::Batch)?;
-        let previous = held
-            .take()
-            .filter(|h| h.since.elapsed() <= HOLD_AT_MOST)
-            .map(|h| (h.conn, h.since));
+        let previous = match held.take() {
+            Some(h) if h.since.elapsed() <= HOLD_AT_MOST => Some((h.conn, h.since)),
+            expired => {
+                self.release(expired);
+                None
+            }
+        };
         let since = previous
             .as_ref()
             .map_or_else(Instant::now, |(_, since)| *since);
-        let mut conn = self
-            .store
-            .begin(previous.map(|(conn, _)| conn))
-            .map_err(Refused::Begin)?;
+        let previous = previous.map(|(conn, _)| conn);
+        let mut conn = match self.durability {
+            Durability::Flushed => self.store.begin(previous),
+            Durability::Unflushed => self.store.begin_unflushed(previous),
+        }
+        .map_err(Refused::Begin)?;
         let answers = catch_unwind(AssertUnwindSafe(|| (self.run)(&mut conn, jobs)));
         let mut job_fault = None;
         let outcome = match answers {

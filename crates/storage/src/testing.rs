@@ -122,3 +122,33 @@ impl Drop for TestDatabase {
 fn storage_connect(admin: &str) -> diesel::ConnectionResult<PgConnection> {
     crate::cutoff::connect(&[], || PgConnection::establish(admin)).map(|(conn, _)| conn)
 }
+
+/// The ids of this process's threads named `comm` (Linux cuts a thread's name to 15 bytes).
+#[cfg(target_os = "linux")]
+pub fn threads_named(comm: &str) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|tid| {
+            std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+                .is_ok_and(|c| c.trim_end() == comm)
+        })
+        .collect()
+}
+
+/// A thread's nice value (`"self"`: the calling thread's): field 19 of its `stat`, the 17th
+/// after the parenthesised name; `None` when it cannot be read (the thread ended).
+#[cfg(target_os = "linux")]
+pub fn nice_of(tid: &str) -> Option<i32> {
+    let path = if tid == "self" {
+        "/proc/thread-self/stat".to_owned()
+    } else {
+        format!("/proc/self/task/{tid}/stat")
+    };
+    let stat = std::fs::read_to_string(path).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(16)?.parse().ok()
+}

@@ -12,7 +12,7 @@ use std::error::Error;
 use diesel::Connection;
 
 use crate::fault::{Failure, Fault, StoreError};
-use crate::group_commit::Outcome;
+use crate::group_commit::{Durability, Outcome};
 use crate::{DbConnection, GroupCommit, Store};
 
 type Job = Box<dyn FnOnce(&mut DbConnection) -> Answer + Send>;
@@ -33,8 +33,15 @@ pub struct WriteQueue {
 
 impl WriteQueue {
     pub fn new(store: Store) -> Self {
+        Self::named("writes", store, Durability::Flushed)
+    }
+
+    /// A queue whose writer is `name` in what the store's observer is told, committing with
+    /// `durability`.
+    pub fn named(name: &'static str, store: Store, durability: Durability) -> Self {
+        let failed = |e| Answer(Err(Box::new(e)));
         WriteQueue {
-            commits: GroupCommit::new("writes", store, run_all, |e| Answer(Err(Box::new(e)))),
+            commits: GroupCommit::with_durability(name, store, run_all, failed, durability),
         }
     }
 

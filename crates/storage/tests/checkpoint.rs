@@ -6,6 +6,8 @@
 use std::time::{Duration, Instant};
 
 use diesel::RunQueryDsl;
+#[cfg(target_os = "linux")]
+use storage::testing::{nice_of, threads_named};
 use storage::{Database, Store};
 
 #[test]
@@ -56,7 +58,10 @@ fn the_checkpointer_runs_at_the_lowest_priority() {
     let own = nice_of("self");
     let deadline = Instant::now() + Duration::from_secs(10);
     let niced = loop {
-        let niced: Vec<i32> = checkpointer_threads().iter().map(|t| nice_of(t)).collect();
+        let niced: Vec<i32> = threads_named("sqlite-checkpoi")
+            .iter()
+            .filter_map(|t| nice_of(t))
+            .collect();
         if (!niced.is_empty() && niced.iter().all(|&n| n == storage::CHECKPOINTER_NICE))
             || Instant::now() > deadline
         {
@@ -76,36 +81,4 @@ fn the_checkpointer_runs_at_the_lowest_priority() {
     );
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// The ids of this process's checkpointer threads (`comm` is cut to 15 bytes).
-#[cfg(target_os = "linux")]
-fn checkpointer_threads() -> Vec<String> {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|tid| {
-            std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
-                .is_ok_and(|c| c.trim_end() == "sqlite-checkpoi")
-        })
-        .collect()
-}
-
-/// A thread's nice value: field 19 of its `stat`, the 17th after the parenthesised name.
-#[cfg(target_os = "linux")]
-fn nice_of(tid: &str) -> i32 {
-    let path = if tid == "self" {
-        "/proc/thread-self/stat".to_owned()
-    } else {
-        format!("/proc/self/task/{tid}/stat")
-    };
-    let stat = std::fs::read_to_string(path).unwrap();
-    let after_name = &stat[stat.rfind(')').unwrap() + 1..];
-    after_name
-        .split_whitespace()
-        .nth(16)
-        .unwrap()
-        .parse()
-        .unwrap()
 }

@@ -182,3 +182,59 @@ fn jobs_queued_behind_an_unreachable_database_share_its_answer() {
         }
     });
 }
+
+/// The durability a batch's transaction commits with: SQLite's `synchronous` (2 FULL, 1
+/// NORMAL), PostgreSQL's `synchronous_commit`.
+fn durability_seen(conn: &mut DbConnection) -> String {
+    #[derive(diesel::QueryableByName)]
+    struct Setting {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        value: String,
+    }
+    let query = match conn {
+        DbConnection::Sqlite(_) => {
+            "SELECT CAST(synchronous AS TEXT) AS value FROM pragma_synchronous"
+        }
+        DbConnection::Postgresql(_) => "SELECT current_setting('synchronous_commit') AS value",
+    };
+    diesel::sql_query(query)
+        .get_result::<Setting>(conn)
+        .unwrap()
+        .value
+}
+
+fn durabilities(conn: &mut DbConnection, jobs: Vec<()>) -> Vec<Result<String, StoreError>> {
+    let seen = durability_seen(conn);
+    jobs.iter().map(|()| Ok(seen.clone())).collect()
+}
+
+/// An unflushed writer's batches commit without waiting for the flush, and its connection goes
+/// back to the pool flushing again: nothing else ever commits unflushed by accident.
+#[test]
+fn an_unflushed_writer_gives_its_connection_back_flushing() {
+    use storage::group_commit::Durability;
+    let pools = pools("unflushed");
+    for (pool, _) in &pools {
+        let (flushed, unflushed) = match pool.backend() {
+            storage::Backend::Sqlite => ("2", "1"),
+            storage::Backend::Postgres => ("on", "off"),
+        };
+        let gc = GroupCommit::with_durability(
+            "test",
+            pool.clone(),
+            durabilities,
+            Err,
+            Durability::Unflushed,
+        );
+        assert_eq!(gc.submit_blocking(()).unwrap(), unflushed);
+        let mut conn = pool
+            .pool()
+            .get()
+            .expect("the idle writer returned its connection");
+        assert_eq!(durability_seen(&mut conn), flushed);
+        drop(conn);
+        let gc = GroupCommit::new("test", pool.clone(), durabilities, Err);
+        assert_eq!(gc.submit_blocking(()).unwrap(), flushed);
+    }
+    cleanup(pools);
+}

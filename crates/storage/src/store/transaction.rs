@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use diesel::connection::{AnsiTransactionManager, TransactionManager};
+use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
 use diesel::r2d2::R2D2Connection;
 use parking_lot::MutexGuard;
 
@@ -33,6 +33,40 @@ impl Store {
     /// `held` or on a connection from the pool. A `BEGIN` that fails for a reason that
     /// condemns the connection is tried once more on a fresh one.
     pub fn begin(&self, held: Option<PooledConn>) -> Result<PooledConn, StoreError> {
+        self.begin_with(held, false)
+    }
+
+    /// [`Store::begin`] for a transaction whose `COMMIT` does not wait for the disk flush
+    /// ([`crate::group_commit::Durability::Unflushed`]). On SQLite the setting is the
+    /// connection's: it stays until [`Store::flush_in_commit`] sets it back, which the holder
+    /// must do before the connection goes back to the pool.
+    pub fn begin_unflushed(&self, held: Option<PooledConn>) -> Result<PooledConn, StoreError> {
+        self.begin_with(held, true)
+    }
+
+    /// Sets a connection [`Store::begin_unflushed`] began on back to the store's durability.
+    pub fn flush_in_commit(&self, conn: &mut PooledConn) {
+        if conn.is_discarded() || self.shared.database.synchronous != crate::Synchronous::Full {
+            return;
+        }
+        let c: &mut DbConnection = conn;
+        if let DbConnection::Sqlite(c) = c {
+            // Never back to the pool in a mode that would answer unflushed commits.
+            if SimpleConnection::batch_execute(c, "PRAGMA synchronous=FULL").is_err() {
+                conn.discard();
+            }
+        }
+    }
+
+    fn begin_with(
+        &self,
+        held: Option<PooledConn>,
+        unflushed: bool,
+    ) -> Result<PooledConn, StoreError> {
+        // SQLite already commits without a flush under `synchronous=normal`.
+        let unflushed = unflushed
+            && (self.backend() == crate::Backend::Postgres
+                || self.shared.database.synchronous == crate::Synchronous::Full);
         self.files_intact().inspect_err(|e| self.note(Err(e)))?;
         if let Some(damage) = self.damage().filter(|d| d.refuses_writes) {
             return Err(StoreError::new(Fault::Damaged, damage.detail));
@@ -50,7 +84,7 @@ impl Store {
             // leaves the WAL as it was.
             let _ = crate::checkpoint::pass(&mut conn);
         }
-        match begin_write(&mut conn) {
+        match begin_write(&mut conn, unflushed) {
             Ok(()) => Ok(conn),
             Err(first) => {
                 let fault = Fault::of(&first);
@@ -66,7 +100,7 @@ impl Store {
                 }
                 drop(conn);
                 let mut fresh = self.live_checkout()?;
-                begin_write(&mut fresh).map_err(|e| {
+                begin_write(&mut fresh, unflushed).map_err(|e| {
                     if Fault::of(&e).is_some_and(Fault::discards_connection) {
                         fresh.discard();
                     }
@@ -128,12 +162,23 @@ impl Store {
 
 /// `BEGIN IMMEDIATE` on SQLite (the write lock is taken now, not at the first write, so a
 /// transaction never fails half-way to upgrade a stale snapshot), `BEGIN` on PostgreSQL.
-fn begin_write(conn: &mut DbConnection) -> diesel::QueryResult<()> {
+/// `unflushed`: the `COMMIT` does not wait for the disk flush (on SQLite the pragma must be
+/// set outside a transaction; on PostgreSQL `SET LOCAL` ends with it).
+fn begin_write(conn: &mut DbConnection, unflushed: bool) -> diesel::QueryResult<()> {
     match conn {
         DbConnection::Sqlite(c) => {
+            if unflushed {
+                SimpleConnection::batch_execute(c, "PRAGMA synchronous=NORMAL")?;
+            }
             AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE")
         }
-        DbConnection::Postgresql(c) => AnsiTransactionManager::begin_transaction(c),
+        DbConnection::Postgresql(c) => {
+            AnsiTransactionManager::begin_transaction(c)?;
+            if unflushed {
+                SimpleConnection::batch_execute(c, "SET LOCAL synchronous_commit = off")?;
+            }
+            Ok(())
+        }
     }
 }
 

@@ -50,7 +50,7 @@ pub async fn open(
             },
         )
         .await?;
-    context.events_committed();
+    context.events_committed(&[&recorded.event.aggregate_id]);
     Ok(created_event(recorded, true))
 }
 
@@ -118,7 +118,7 @@ pub async fn append(
     let recorded = precondition
         .judge(context.appender.append(job).await)
         .map_err(failed)??;
-    context.events_committed();
+    context.events_committed(&[&recorded.event.aggregate_id]);
     Ok(created_event(recorded, false))
 }
 
@@ -146,7 +146,8 @@ pub async fn transfer(
     let scope = Scope::of("create_transfer", &[]);
     let transfer = move |c: &mut _| service::transfer(c, &input, actor).map(TransferDto::from);
     let created = keyed.create(&db, scope, &body, transfer).await?;
-    context.events_committed();
+    let account = |field| body.get(field).and_then(|v| v.as_str()).unwrap_or_default();
+    context.events_committed(&[account("from"), account("to")]);
     Ok(created)
 }
 

@@ -42,8 +42,9 @@ pub async fn account(
     db.read_primary(move |c| service::get_account(c, &seen, actor))
         .await?;
     let slot = context.streams.slot(&req)?;
+    let topic = id.clone();
     let read = move |c: &mut _, after: &i64| service::stream_events(c, &id, *after).map(frames);
-    Ok(EventStream::new(slot, db, after.after_sequence, read))
+    Ok(EventStream::new(slot, db, after.after_sequence, read).following(topic))
 }
 
 /// Stream every account's events
