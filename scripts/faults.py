@@ -1517,16 +1517,9 @@ def run_scenario(name, fn):
         ctx.fail("harness error: " + traceback.format_exc().strip().splitlines()[-1])
         print(traceback.format_exc(), flush=True)
     finally:
-        for s in ctx.servers:
-            if s.alive():
-                s.stop(timeout=15)
         for load in ctx.loads:
             load.stop_ev.set()
-        for c in reversed(ctx.cleanups):
-            try:
-                c()
-            except Exception as e:  # noqa: BLE001
-                print(f"  (cleanup: {e})", flush=True)
+        ctx.tear_down()
     if status != "SKIPPED":
         ctx.finish()
         if ctx.failures:

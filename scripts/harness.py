@@ -76,6 +76,20 @@ class Scenario:
         self.notes_.append(msg)
         print(f"  {msg}", flush=True)
 
+    def tear_down(self, kill=False):
+        """Stops the scenario's servers (SIGKILL with `kill`, else a bounded SIGTERM), then runs
+        its cleanups, last first; a cleanup that fails is reported, not raised."""
+        for server in self.servers:
+            if kill:
+                server.kill()
+            elif server.alive():
+                server.stop(timeout=15)
+        for cleanup in reversed(self.cleanups):
+            try:
+                cleanup()
+            except Exception as e:  # noqa: BLE001 - reported, the other cleanups still run
+                print(f"  (cleanup: {e})", flush=True)
+
 
 def command_line(doc):
     """The harnesses' shared command line: the server binary, the work directory, a run id and

@@ -469,14 +469,7 @@ class Ctx(Scenario):
     def teardown(self):
         for w in self.watches:
             w.stop()
-        for s in self.servers:
-            if s.alive():
-                s.stop(timeout=15)
-        for c in reversed(self.cleanups):
-            try:
-                c()
-            except Exception as e:  # noqa: BLE001
-                print(f"  (cleanup: {e})", flush=True)
+        self.tear_down()
 
     def finish(self):
         """Checks that hold in every scenario: memory, no guard kill, no panic."""

@@ -214,13 +214,7 @@ def scenario(cfg, backend):
 
 def finish(ctx, skipped=None):
     """Stops what the scenario started, prints its line; True unless it failed."""
-    for server in ctx.servers:
-        server.kill()
-    for cleanup in reversed(ctx.cleanups):
-        try:
-            cleanup()
-        except Exception as e:  # noqa: BLE001 - a cleanup failure is reported, not raised
-            print(f"  cleanup: {e}")
+    ctx.tear_down(kill=True)
     if skipped:
         print(f"SKIPPED {ctx.name}: {skipped}", flush=True)
         return True

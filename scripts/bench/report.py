@@ -120,11 +120,20 @@ DESIGN = """## Why a list costs what its page costs
   on fresh tables or right after seeding every table to 1,000,000 rows (2026-11-27, release
   build, `wrk -c16 -d5s`: `POST /notes` 5.6k/s, `/articles` 5.0k, `/v2/notes` 4.6k,
   `/accounts` 3.2k), so they were the run's order, not the routes.
-- **Open: slow creates late in the write section.** In the run above the create routes of
-  `/articles`, `/v1/notes`, `/v2/notes` and `/accounts` were again at 0.18–0.20× of
-  `POST /notes` on PostgreSQL, but at 0.98–1.0× on the same tables seeded, vacuumed and
-  checkpointed alone: something earlier in the write section (perhaps the slow deletes of the
-  forced generic plans, since fixed) causes it, not the routes; the next run will tell.
+- **Open: four slow creates on PostgreSQL in the full run.** `POST /articles`, `/v1/notes`,
+  `/v2/notes` and `/accounts` ran at 0.18–0.20× of `POST /notes` in the previous full run and
+  at 0.26–0.35× of the fastest create in this one, which has PostgreSQL's default plan cache
+  (so the forced generic plans were not the cause), while the same routes on the same tables
+  seeded, vacuumed and checkpointed alone ran at 0.98–1.0×. `pg_stat_activity` sampled every
+  0.3 s through this run's write section: in every route most busy backends wait for the WAL
+  flush of their `COMMIT` (`LWLock:WALWrite`, `IO:WALSync`); the four slow routes' inserts also
+  waited on another transaction (`Lock:transactionid`) in 7–11% of the samples, against 0–4%
+  for `POST /tags`, `/notes/{id}/comments` and `/users`: a statement trigger's update of the
+  `row_counts` shard row that another connection shares (shards are `pg_backend_pid() % 16`,
+  and 16 connections rarely land on 16 shards), held until that transaction's flush. That is
+  not enough to explain a factor of three; what the next step measures is the WAL each of
+  these transactions writes (full-page images of index pages first touched after the bench's
+  `CHECKPOINT`) and the pool's shard spread.
 - **Opening an account costs two inserts, not more.** `POST /accounts` writes the account row
   and its `AccountOpened` event; it also ran a savepoint around them (two more round trips, for
   an error that the insert now avoids with `ON CONFLICT DO NOTHING`) and a multi-row event
@@ -141,6 +150,43 @@ DESIGN = """## Why a list costs what its page costs
   reference counts) and the access log formatted its line even when `RUST_LOG` discarded it;
   the record layer now takes one reference to the app's edge, and the access log does no work
   when its level is off (the point read rose about 10% with both).
+- **Following the events costs the appends little work of their own.** `just bench` appends
+  to 100 accounts with nothing following them, with 1 and 10 webhook endpoints registered
+  (a receiver on this machine takes every delivery), and with 100 streams open, one per
+  account; the receiver and the stream reader run under `SCHED_IDLE`, as stand-ins for other
+  machines. Three costs were found and cut (A/B on 2026-11-27, release build, SQLite,
+  `wrk -c16 -d5s`, same host): every commit woke every open stream, so 100 account streams
+  read the database 100 times per commit (appends at 0.41–0.48× of none; an account's stream is
+  now woken only by its account's commits: 0.68–0.74×); the dispatcher wrote each endpoint's
+  lease and cursor in transactions of their own, each waiting for a flush, between the
+  appends' flushes (10 endpoints 0.43×; its writes now share a group commit that does not wait
+  for the flush, since a lost position only means a delivery sent again, and a round of
+  deliveries starts at most every 20 ms so that it carries several events); and its sending
+  competed for the CPU (its thread now runs at nice 19). 10 endpoints went from 0.43× to
+  0.51–0.57×, 1 endpoint from 0.68× to 0.73–0.74×; on PostgreSQL 1.02×, 0.77× and streams
+  0.80× (the full run above: SQLite 0.77×, 0.54×, 0.72×; PostgreSQL 0.89×, 0.88×, 0.78×). What
+  remains is the work itself on two shared cores: ten signed `POST`s per append
+  cost more CPU than the append, each attempt is a row in the delivery log, and each event is
+  read and written once per stream that follows it. With `synchronous=normal` the same runs
+  gave 0.84× (10 endpoints) and 0.71× (streams): under `synchronous=FULL` SQLite's appends are
+  bound by the latency of their flushes, which the log rows' extra WAL makes longer. The
+  time from an append to its arrival is measured at 200 appends a second: a stream's p50 is a
+  few milliseconds; an endpoint's adds the 20 ms round spacing.
+- **What `synchronous=FULL` costs is flush latency, not the write lock.** Moving the flush out
+  of the write lock was tried (batches committed with `synchronous=NORMAL`, a thread doing one
+  `fdatasync` of the WAL for every batch committed before it began, callers answered after it,
+  reads held until what they saw was flushed): A/B on 2026-11-27, alternating binaries,
+  `wrk -c16 -d5s`: `POST /notes` 8.3k and 9.3k req/s before against 7.2k and 7.8k with it,
+  appends to 100 accounts 5.0k/5.9k against 5.6k/5.3k, both against 11.1–12.8k and 7.9–8.9k
+  under `synchronous=normal`. The writer no longer waited, but every request still waited
+  for a flush after its commit, and 16 connections in a closed loop cannot cover that wait:
+  under FULL the CPU stood 16–19% idle with 9–12% I/O wait (`vmstat`) where normal left
+  8–13%. A flush here takes 0.16 ms on a preallocated file and 0.25 ms when the file grows,
+  more beside the checkpointer's writes; a longer delay between checkpoints (50 ms instead of
+  10 ms) gained about 5%. The change did not land: it gained nothing measurable and would have
+  let a reader see a commit before it was on disk. The ratio therefore depends on the disk's
+  flush latency against a request's CPU time: the previous run's host had `POST /notes` at
+  0.80× of normal, this run's at 0.75× (appends 0.63×, webhooks 0.80×; below).
 - **A connection just handed back is not checked again.** r2d2 checked every connection as it
   was taken (a `SELECT 1` round trip): on PostgreSQL that was 19.0–19.8k point reads/s against
   23.4–25.4k without it (lists 13.0–14.0k against 15.0–15.6k), alternating builds. The check

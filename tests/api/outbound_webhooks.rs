@@ -21,6 +21,7 @@ backend_tests!(
     rotation_signs_with_both_secrets_and_redelivery_repeats_the_id,
     a_restarted_server_delivers_what_waited,
     endpoints_are_their_owners,
+    an_owner_has_at_most_the_configured_endpoints,
 );
 
 const SIGNING_KEY: &str = "outbound-webhooks-test-signing-key-0123456789";
@@ -635,4 +636,35 @@ async fn endpoints_are_their_owners(backend: Backend) {
         app.get("/webhook-endpoints").await.status(),
         StatusCode::UNAUTHORIZED
     );
+}
+
+/// Past `max_per_owner` endpoints a registration is 409, also when several race for the last
+/// places: exactly the free places are taken (the owner's registrations are serialized).
+async fn an_owner_has_at_most_the_configured_endpoints(backend: Backend) {
+    let Some(app) = TestApp::spawn_with(backend, |s| {
+        outbound(s);
+        s.outbound_webhooks.max_per_owner = 3;
+    })
+    .await
+    else {
+        return eprintln!("TEST_POSTGRES_URL not set: skipped");
+    };
+    let first = register(&app, "http://127.0.0.1:9/a", None).await;
+    let body = json!({"url": "http://127.0.0.1:9/b"});
+    let answers =
+        futures_util::future::join_all((0..6).map(|_| app.post_json("/webhook-endpoints", &body)))
+            .await;
+    let created = answers
+        .iter()
+        .filter(|r| r.status() == StatusCode::CREATED)
+        .count();
+    assert_eq!(created, 2, "the two free places, no more");
+    for answer in answers {
+        if answer.status() != StatusCode::CREATED {
+            problem(answer, StatusCode::CONFLICT, "conflict").await;
+        }
+    }
+    let path = format!("/webhook-endpoints/{}", first["id"]);
+    assert_eq!(app.delete(&path).await.status(), StatusCode::NO_CONTENT);
+    register(&app, "http://127.0.0.1:9/c", None).await;
 }

@@ -12,6 +12,9 @@ pub enum Error {
     /// once, and receivers still on the old secret would reject deliveries.
     #[error("webhook endpoint {id}: the previous rotation's grace still lasts")]
     RotationInGrace { id: String },
+    /// The owner has `limit` endpoints already (`WEBHOOK_ENDPOINTS_PER_OWNER`).
+    #[error("too many webhook endpoints")]
+    TooMany { limit: i64 },
     /// No `WEBHOOK_SIGNING_KEY`: no endpoint secret can be made, so none is registered.
     #[error("no webhook signing key is configured")]
     NoSigningKey,
@@ -39,6 +42,13 @@ impl ToProblem for Error {
                 format!(
                     "Webhook endpoint {id} was rotated less than a grace period ago and its old \
                      secret still signs; rotate again once that has ended."
+                ),
+            ),
+            Error::TooMany { limit } => Problem::new(
+                Slug::Conflict,
+                format!(
+                    "This owner has {limit} webhook endpoints, the most allowed; delete one \
+                     before registering another."
                 ),
             ),
             Error::NoSigningKey => Problem::new(

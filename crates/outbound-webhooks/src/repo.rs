@@ -9,73 +9,60 @@ use storage::DbConnection;
 use crate::model::{Delivery, Endpoint, EventTypes};
 use crate::schema::{webhook_deliveries as d, webhook_endpoints as e};
 
-type EndpointRow = (
-    i64,
-    Option<i64>,
-    String,
-    String,
-    bool,
-    i64,
-    String,
-    String,
-    String,
-    i64,
-    i64,
-);
-
-const ENDPOINT: (
-    e::id,
-    e::owner_id,
-    e::url,
-    e::event_types,
-    e::enabled,
-    e::secret_version,
-    e::secret_salt,
-    e::created_at,
-    e::updated_at,
-    e::failed_attempts,
-    e::next_attempt_at,
-) = (
-    e::id,
-    e::owner_id,
-    e::url,
-    e::event_types,
-    e::enabled,
-    e::secret_version,
-    e::secret_salt,
-    e::created_at,
-    e::updated_at,
-    e::failed_attempts,
-    e::next_attempt_at,
-);
+/// An endpoint as stored (its cursor and lease are the dispatcher's, read apart).
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = e)]
+struct EndpointRow {
+    id: i64,
+    owner_id: Option<i64>,
+    url: String,
+    event_types: String,
+    enabled: bool,
+    secret_version: i64,
+    secret_salt: String,
+    created_at: String,
+    updated_at: String,
+    failed_attempts: i64,
+    next_attempt_at: i64,
+}
 
 fn endpoint(row: EndpointRow) -> Endpoint {
-    let (
-        id,
-        owner_id,
-        url,
-        types,
-        enabled,
-        secret_version,
-        secret_salt,
-        created_at,
-        updated_at,
-        failed,
-        next,
-    ) = row;
     Endpoint {
-        id,
-        owner_id,
-        url,
-        event_types: EventTypes::from_stored(&types),
-        enabled,
-        secret_version,
-        secret_salt,
-        created_at,
-        updated_at,
-        failed_attempts: failed,
-        next_attempt_at: next,
+        id: row.id,
+        owner_id: row.owner_id,
+        url: row.url,
+        event_types: EventTypes::from_stored(&row.event_types),
+        enabled: row.enabled,
+        secret_version: row.secret_version,
+        secret_salt: row.secret_salt,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        failed_attempts: row.failed_attempts,
+        next_attempt_at: row.next_attempt_at,
     }
+}
+
+/// Holds registrations for `owner`'s endpoints back until this transaction ends, so that
+/// concurrent ones cannot pass the cap together: a PostgreSQL advisory lock (owners that share
+/// its key only wait for each other); a SQLite write holds the one write lock already.
+pub fn lock_owner(conn: &mut DbConnection, owner: Option<i64>) -> QueryResult<()> {
+    if let DbConnection::Postgresql(c) = conn {
+        let key = i32::try_from(owner.unwrap_or(0).rem_euclid(i64::from(i32::MAX))).unwrap_or(0);
+        diesel::sql_query("SELECT pg_advisory_xact_lock(7301, $1)")
+            .bind::<diesel::sql_types::Integer, _>(key)
+            .execute(c)?;
+    }
+    Ok(())
+}
+
+/// How many endpoints `owner` has (the operator's when `None`).
+pub fn count_of(conn: &mut DbConnection, owner: Option<i64>) -> QueryResult<i64> {
+    let count = e::table.count().into_boxed();
+    match owner {
+        Some(owner) => count.filter(e::owner_id.eq(owner)),
+        None => count.filter(e::owner_id.is_null()),
+    }
+    .get_result(conn)
 }
 
 /// A new endpoint, starting after `head` (it receives what is committed from now on).
@@ -100,7 +87,7 @@ pub fn insert(
     );
     storage::with_backend!(conn, |c| diesel::insert_into(e::table)
         .values(row)
-        .returning(ENDPOINT)
+        .returning(EndpointRow::as_returning())
         .get_result::<EndpointRow>(c))
     .map(endpoint)
 }
@@ -108,7 +95,7 @@ pub fn insert(
 pub fn get(conn: &mut DbConnection, id: i64) -> QueryResult<Option<Endpoint>> {
     Ok(e::table
         .find(id)
-        .select(ENDPOINT)
+        .select(EndpointRow::as_select())
         .first::<EndpointRow>(conn)
         .optional()?
         .map(endpoint))
@@ -120,7 +107,10 @@ pub fn list(
     owner: Option<i64>,
     page: Page,
 ) -> QueryResult<(Vec<Endpoint>, i64)> {
-    let mut q = e::table.select(ENDPOINT).order(e::id.asc()).into_boxed();
+    let mut q = e::table
+        .select(EndpointRow::as_select())
+        .order(e::id.asc())
+        .into_boxed();
     let mut count = e::table.count().into_boxed();
     if let Some(owner) = owner {
         q = q.filter(e::owner_id.eq(owner));
@@ -257,7 +247,7 @@ pub fn lease(
     }
     let (row, cursor_tx, cursor_id) = e::table
         .find(id)
-        .select((ENDPOINT, e::cursor_tx, e::cursor_id))
+        .select((EndpointRow::as_select(), e::cursor_tx, e::cursor_id))
         .first::<(EndpointRow, i64, i64)>(conn)?;
     let versions = signing_versions(conn, id, now_ms)?;
     Ok(Some(Due {

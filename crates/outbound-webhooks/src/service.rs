@@ -28,16 +28,21 @@ fn refused_url(why: String) -> Error {
     )])
 }
 
-/// Registers an endpoint for `actor`, receiving what is committed from now on.
+/// Registers an endpoint for `actor`, receiving what is committed from now on; refused past
+/// `settings.max_per_owner` endpoints of that owner.
 pub fn register(
     conn: &mut DbConnection,
     input: &EndpointInput,
     actor: Actor,
-    key: Option<&SigningKey>,
-    allow: &Allow,
+    settings: &crate::dispatch::Settings,
 ) -> Result<WithSecret, Error> {
-    let key = key.ok_or(Error::NoSigningKey)?;
-    allow.check_url(&input.url).map_err(refused_url)?;
+    let key = settings.key.as_ref().ok_or(Error::NoSigningKey)?;
+    settings.allow.check_url(&input.url).map_err(refused_url)?;
+    repo::lock_owner(conn, actor.owner_id())?;
+    let limit = settings.max_per_owner;
+    if repo::count_of(conn, actor.owner_id())? >= limit {
+        return Err(Error::TooMany { limit });
+    }
     let head = ledger::repo::feed_head(conn)?;
     let now = storage::timestamp::now_sql();
     let mut salt = [0u8; 16];

@@ -25,6 +25,9 @@ pub struct Settings {
     pub concurrency: usize,
     /// How long an endpoint's lease lasts unless renewed.
     pub lease: Duration,
+    /// `WEBHOOK_ENDPOINTS_PER_OWNER` (50): endpoints one owner (the operator is one) may have.
+    /// Each is a round of deliveries for every event of its owner's accounts.
+    pub max_per_owner: i64,
 }
 
 impl Default for Settings {
@@ -40,12 +43,14 @@ impl Default for Settings {
             rotation_grace: Duration::from_secs(24 * 3_600),
             concurrency: 32,
             lease: Duration::from_secs(20),
+            max_per_owner: 50,
         }
     }
 }
 
 impl Settings {
     /// `WEBHOOK_SIGNING_KEY`, `WEBHOOK_ENDPOINT_ALLOW`, `WEBHOOK_MAX_ATTEMPTS`,
+    /// `WEBHOOK_ENDPOINTS_PER_OWNER`,
     /// `WEBHOOK_RETRY_BASE_MS`, `WEBHOOK_RETRY_MAX_MS`, `WEBHOOK_DELIVERY_TIMEOUT_MS`, read
     /// through `v` (one line naming the variable for a bad value).
     pub fn read<F: Fn(&str) -> Option<String>>(
@@ -69,6 +74,13 @@ impl Settings {
                     "expected 1 to 100 attempts",
                 )?
                 .unwrap_or(d.max_attempts),
+            max_per_owner: v
+                .number(
+                    "WEBHOOK_ENDPOINTS_PER_OWNER",
+                    1..=10_000,
+                    "expected 1 to 10000 endpoints",
+                )?
+                .unwrap_or(d.max_per_owner),
             retry_base: v.millis("WEBHOOK_RETRY_BASE_MS", d.retry_base)?,
             retry_max: v.millis("WEBHOOK_RETRY_MAX_MS", d.retry_max)?,
             timeout,

@@ -22,9 +22,11 @@ use http_edge::extract::{JsonObject, RawQuery};
 /// Every event of the caller's accounts committed from now on (of `event_types`) is POSTed to
 /// `url`, signed as Standard Webhooks with the `secret` in this answer: shown here and on
 /// rotation only, never stored. No `Idempotency-Key`: its stored answer would keep the secret.
+/// 409 when the caller has `WEBHOOK_ENDPOINTS_PER_OWNER` endpoints (50) already.
 #[api_operation(
     operation_id = "create_webhook_endpoint",
     tag = "webhooks",
+    error_code = 409,
     error_code = 422,
     error_code = 503
 )]
@@ -35,9 +37,7 @@ pub async fn create(
 ) -> Result<CreatedJson<EndpointWithSecretDto>, ApiError> {
     let (input, actor) = (EndpointInput::from_json(&body)?, db.actor());
     let settings = context.dispatcher.settings().clone();
-    let register = move |c: &mut _| {
-        service::register(c, &input, actor, settings.key.as_ref(), &settings.allow)
-    };
+    let register = move |c: &mut _| service::register(c, &input, actor, &settings);
     Ok(CreatedJson(db.write(register).await?.into()))
 }
 
