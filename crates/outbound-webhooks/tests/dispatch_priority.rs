@@ -4,11 +4,9 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::{Duration, Instant};
-
 use outbound_webhooks::SigningKey;
 use outbound_webhooks::dispatch::{Dispatcher, Settings};
-use storage::testing::{TestDatabase, nice_of, threads_named};
+use storage::testing::{TestDatabase, nice_of, nice_values_once};
 use storage::{Backend, Database, Store};
 
 #[test]
@@ -23,17 +21,7 @@ fn the_sending_thread_runs_at_the_lowest_priority() {
     };
     let own = nice_of("self");
     let dispatcher = Dispatcher::start(store, settings).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let niced = loop {
-        let niced: Vec<i32> = threads_named("webhook-dispatc")
-            .iter()
-            .filter_map(|t| nice_of(t))
-            .collect();
-        if niced == [storage::CHECKPOINTER_NICE] || Instant::now() > deadline {
-            break niced;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let niced = nice_values_once("webhook-dispatc", storage::CHECKPOINTER_NICE);
     assert_eq!(niced, [storage::CHECKPOINTER_NICE]);
     assert_eq!(nice_of("self"), own, "the caller's priority changed");
     drop(dispatcher);

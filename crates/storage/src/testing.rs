@@ -139,6 +139,24 @@ pub fn threads_named(comm: &str) -> Vec<String> {
         .collect()
 }
 
+/// The nice values of the threads named `comm`, once they all have `expected` (a thread lowers
+/// its own priority as it starts), or as they are after 10 s.
+#[cfg(target_os = "linux")]
+pub fn nice_values_once(comm: &str, expected: i32) -> Vec<i32> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let niced: Vec<i32> = threads_named(comm)
+            .iter()
+            .filter_map(|t| nice_of(t))
+            .collect();
+        let settled = !niced.is_empty() && niced.iter().all(|&n| n == expected);
+        if settled || std::time::Instant::now() > deadline {
+            return niced;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// A thread's nice value (`"self"`: the calling thread's): field 19 of its `stat`, the 17th
 /// after the parenthesised name; `None` when it cannot be read (the thread ended).
 #[cfg(target_os = "linux")]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use diesel::RunQueryDsl;
 #[cfg(target_os = "linux")]
-use storage::testing::{nice_of, threads_named};
+use storage::testing::{nice_of, nice_values_once};
 use storage::{Database, Store};
 
 #[test]
@@ -56,19 +56,7 @@ fn the_checkpointer_runs_at_the_lowest_priority() {
     )
     .unwrap();
     let own = nice_of("self");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let niced = loop {
-        let niced: Vec<i32> = threads_named("sqlite-checkpoi")
-            .iter()
-            .filter_map(|t| nice_of(t))
-            .collect();
-        if (!niced.is_empty() && niced.iter().all(|&n| n == storage::CHECKPOINTER_NICE))
-            || Instant::now() > deadline
-        {
-            break niced;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let niced = nice_values_once("sqlite-checkpoi", storage::CHECKPOINTER_NICE);
     assert!(!niced.is_empty(), "no sqlite-checkpoint thread");
     assert!(
         niced.iter().all(|&n| n == storage::CHECKPOINTER_NICE),

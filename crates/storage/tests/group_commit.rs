@@ -238,3 +238,43 @@ fn an_unflushed_writer_gives_its_connection_back_flushing() {
     }
     cleanup(pools);
 }
+
+/// A batch whose `BEGIN` fails (another process holds SQLite's write lock past the lock
+/// timeout) hands its connection back flushing: the pool never holds an unflushed connection.
+#[test]
+fn an_unflushed_writer_that_cannot_begin_leaves_no_unflushed_connection() {
+    use diesel::Connection;
+    use diesel::connection::SimpleConnection;
+    use storage::group_commit::Durability;
+    let dir = std::env::temp_dir().join(format!("storage-gc-busy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.db");
+    let timeouts = storage::Timeouts {
+        lock: std::time::Duration::from_millis(100),
+        ..storage::Timeouts::default()
+    };
+    let database = Database::parse(&format!("sqlite://{}", path.display()))
+        .unwrap()
+        .with_timeouts(timeouts);
+    let store = Store::open(database, 1).unwrap();
+    let mut other = diesel::SqliteConnection::establish(path.to_str().unwrap()).unwrap();
+    other.batch_execute("BEGIN IMMEDIATE").unwrap();
+    let gc = GroupCommit::with_durability(
+        "test",
+        store.clone(),
+        durabilities,
+        Err,
+        Durability::Unflushed,
+    );
+    assert_eq!(gc.submit_blocking(()).unwrap_err().fault, Fault::Busy);
+    let mut conn = store
+        .pool()
+        .get()
+        .expect("the writer returned its connection");
+    assert_eq!(durability_seen(&mut conn), "2");
+    drop(conn);
+    other.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(gc.submit_blocking(()).unwrap(), "1");
+    drop((gc, store));
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -170,7 +170,13 @@ fn begin_write(conn: &mut DbConnection, unflushed: bool) -> diesel::QueryResult<
             if unflushed {
                 SimpleConnection::batch_execute(c, "PRAGMA synchronous=NORMAL")?;
             }
-            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE")
+            let begun = AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE");
+            if unflushed && begun.is_err() {
+                // The caller gets no connection to set back: it must not reach the pool
+                // unflushed (a failure here is the connection's, which then is discarded).
+                SimpleConnection::batch_execute(c, "PRAGMA synchronous=FULL")?;
+            }
+            begun
         }
         DbConnection::Postgresql(c) => {
             AnsiTransactionManager::begin_transaction(c)?;
