@@ -295,11 +295,22 @@ impl ConnectionSlot {
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
         let mut open = self.counter.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = open.get_mut(&self.key) {
-            *count -= 1;
-            if *count == 0 {
-                open.remove(&self.key);
-            }
+        count_down(&mut open, &self.key, |count| count);
+    }
+}
+
+/// One holder of `key` fewer in a map of holders (the count as `count` finds it in the value):
+/// the entry goes with the last one, so the map holds only keys still held.
+pub(crate) fn count_down<K: std::hash::Hash + Eq, V>(
+    map: &mut HashMap<K, V>,
+    key: &K,
+    count: impl Fn(&mut V) -> &mut usize,
+) {
+    if let Some(value) = map.get_mut(key) {
+        let held = count(value);
+        *held -= 1;
+        if *held == 0 {
+            map.remove(key);
         }
     }
 }

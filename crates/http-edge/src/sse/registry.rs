@@ -12,6 +12,7 @@ use problem_details::{Problem, Slug};
 use tokio::sync::watch;
 
 use crate::error::ApiError;
+use crate::middleware::limits::count_down;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamLimits {
@@ -133,12 +134,7 @@ impl Drop for Following {
     fn drop(&mut self) {
         if let Some((streams, topic)) = &self.topic {
             let mut followed = streams.topics.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((_, count)) = followed.get_mut(topic) {
-                *count -= 1;
-                if *count == 0 {
-                    followed.remove(topic);
-                }
-            }
+            count_down(&mut followed, topic, |(_, count)| count);
         }
     }
 }
@@ -152,13 +148,8 @@ pub struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        if let Ok(mut open) = self.streams.open.lock()
-            && let Some(held) = open.get_mut(&self.client)
-        {
-            *held -= 1;
-            if *held == 0 {
-                open.remove(&self.client);
-            }
+        if let Ok(mut open) = self.streams.open.lock() {
+            count_down(&mut open, &self.client, |held| held);
         }
     }
 }

@@ -19,9 +19,9 @@
 //!   writes (leases, log rows, cursors) share transactions through a group commit of their own
 //!   instead of one transaction each, and do not wait for the disk flush (a power loss may take
 //!   the last of them: the events after the cursor it leaves are sent again, with the same
-//!   `webhook-id`; the appends themselves are flushed before anyone can read them); and a round of deliveries starts at most
-//!   every [`ROUND_SPACING`], so that under a stream of appends each round carries several
-//!   events instead of one. With 10 endpoints following 100 accounts, appends ran at 0.43× of
+//!   `webhook-id`; the appends themselves are flushed before anyone can read them); and a
+//!   round of deliveries starts at most every [`ROUND_SPACING`], so that under a stream of
+//!   appends each round carries several events instead of one. With 10 endpoints following 100 accounts, appends ran at 0.43× of
 //!   their rate with none (docs/PERFORMANCE.md).
 //! - **Several processes.** An endpoint is delivered by the process holding its lease (a row
 //!   update, renewed with every cursor write, lost when not renewed for `lease`): one at a time,
