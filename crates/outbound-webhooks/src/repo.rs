@@ -1,10 +1,13 @@
 //! The endpoint and delivery tables, the same Diesel code on SQLite and PostgreSQL. Nothing
 //! here opens a transaction ([`crate::service`] and [`crate::dispatch`] do).
 
+use std::time::Duration;
+
 use diesel::prelude::*;
 use ledger::FeedPosition;
 use pagination::Page;
 use storage::DbConnection;
+use storage::timestamp::database_ms;
 
 use crate::model::{Delivery, Endpoint, EventTypes};
 use crate::schema::{webhook_deliveries as d, webhook_endpoints as e};
@@ -156,16 +159,17 @@ pub fn update(
     Ok(())
 }
 
-/// A new secret version; the previous one still signs until `grace_until` (Unix ms). `None`
-/// while an earlier rotation's grace lasts (`now_ms` before its end): rotating then would end
-/// that grace at once.
+/// A new secret version; the previous one still signs for `grace` (until then by the database's
+/// clock, which every process reads). `None` while an earlier rotation's grace lasts: rotating
+/// then would end that grace at once.
 pub fn rotate(
     conn: &mut DbConnection,
     id: i64,
-    now_ms: i64,
-    grace_until: i64,
+    grace: Duration,
     now: &str,
 ) -> QueryResult<Option<i64>> {
+    let now_ms = database_ms(conn)?;
+    let grace_until = after(now_ms, grace);
     let rotated = diesel::update(
         e::table
             .find(id)
@@ -202,15 +206,17 @@ pub struct Due {
     pub versions: Vec<i64>,
 }
 
+/// `ms` (Unix milliseconds) plus `span`.
+pub fn after(ms: i64, span: Duration) -> i64 {
+    ms.saturating_add(i64::try_from(span.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// Enabled endpoints with events after their place (before `head`, the feed's last position),
 /// whose next attempt is due and that no live process delivers for; those that waited longest
-/// first.
-pub fn due(
-    conn: &mut DbConnection,
-    now_ms: i64,
-    head: FeedPosition,
-    limit: i64,
-) -> QueryResult<Vec<i64>> {
+/// first. Due times and leases are read against the database's clock, as they were written
+/// ([`database_ms`]): processes whose own clocks disagree still agree on them.
+pub fn due(conn: &mut DbConnection, head: FeedPosition, limit: i64) -> QueryResult<Vec<i64>> {
+    let now_ms = database_ms(conn)?;
     let behind = e::cursor_tx
         .lt(head.tx)
         .or(e::cursor_tx.eq(head.tx).and(e::cursor_id.lt(head.id)));
@@ -225,15 +231,16 @@ pub fn due(
         .load(conn)
 }
 
-/// Takes (or renews) the lease on endpoint `id` for `owner` until `until`: only when no other
-/// process holds a live one. Returns its state when taken.
+/// Takes (or renews) the lease on endpoint `id` for `owner` for `span` (by the database's
+/// clock): only when no other process holds a live one. Returns its state when taken.
 pub fn lease(
     conn: &mut DbConnection,
     id: i64,
     owner: &str,
-    now_ms: i64,
-    until: i64,
+    span: Duration,
 ) -> QueryResult<Option<Due>> {
+    let now_ms = database_ms(conn)?;
+    let until = after(now_ms, span);
     let taken = diesel::update(
         e::table
             .find(id)
@@ -249,7 +256,7 @@ pub fn lease(
         .find(id)
         .select((EndpointRow::as_select(), e::cursor_tx, e::cursor_id))
         .first::<(EndpointRow, i64, i64)>(conn)?;
-    let versions = signing_versions(conn, id, now_ms)?;
+    let versions = versions_at(conn, id, now_ms)?;
     Ok(Some(Due {
         endpoint: endpoint(row),
         cursor: FeedPosition {
@@ -260,20 +267,32 @@ pub fn lease(
     }))
 }
 
-/// Records where endpoint `id` stands after an attempt, while `owner` still holds its lease
-/// and the endpoint is enabled: its cursor, failed attempts at the next event and when that is
-/// due. `false` when the lease was lost (another process goes on) or the endpoint was disabled
+/// Where an endpoint stands after attempts: its place in the feed, the failed attempts at the
+/// next event, when that is due (0: at once) and until when the lease is held (0: given back),
+/// both in Unix ms by the database's clock.
+pub struct Standing {
+    pub cursor: FeedPosition,
+    pub failed_attempts: i64,
+    pub next_attempt_at: i64,
+    pub lease_until: i64,
+}
+
+/// Records where endpoint `id` stands after an attempt (`standing` given now by the database's
+/// clock, [`database_ms`]), while `owner` still holds its lease and the endpoint is enabled.
+/// `false` when the lease was lost (another process goes on) or the endpoint was disabled
 /// meanwhile (its events wait): nothing is changed, and the deliverer stops.
-#[allow(clippy::too_many_arguments)]
 pub fn advance(
     conn: &mut DbConnection,
     id: i64,
     owner: &str,
-    cursor: FeedPosition,
-    failed_attempts: i64,
-    next_attempt_at: i64,
-    lease_until: i64,
+    standing: &Standing,
 ) -> QueryResult<bool> {
+    let Standing {
+        cursor,
+        failed_attempts,
+        next_attempt_at,
+        lease_until,
+    } = *standing;
     let held = e::table
         .find(id)
         .filter(e::lease_owner.eq(owner))
@@ -417,8 +436,13 @@ pub fn get_delivery(
 }
 
 /// The secret versions that sign endpoint `id`'s deliveries now: the current one, and the
-/// previous one while a rotation's grace lasts.
-pub fn signing_versions(conn: &mut DbConnection, id: i64, now_ms: i64) -> QueryResult<Vec<i64>> {
+/// previous one while a rotation's grace lasts (by the database's clock).
+pub fn signing_versions(conn: &mut DbConnection, id: i64) -> QueryResult<Vec<i64>> {
+    let now_ms = database_ms(conn)?;
+    versions_at(conn, id, now_ms)
+}
+
+fn versions_at(conn: &mut DbConnection, id: i64, now_ms: i64) -> QueryResult<Vec<i64>> {
     let (version, grace) = e::table
         .find(id)
         .select((e::secret_version, e::previous_secret_until))

@@ -116,10 +116,8 @@ pub fn rotate(
 ) -> Result<WithSecret, Error> {
     let endpoint = get(conn, id, actor)?;
     let key = key.ok_or(Error::NoSigningKey)?;
-    let at = now_ms();
-    let until = at.saturating_add(i64::try_from(grace.as_millis()).unwrap_or(i64::MAX));
     let now = storage::timestamp::now_sql();
-    let version = repo::rotate(conn, endpoint.id, at, until, &now)?
+    let version = repo::rotate(conn, endpoint.id, grace, &now)?
         .ok_or_else(|| Error::RotationInGrace { id: id.to_owned() })?;
     let endpoint = get(conn, id, actor)?;
     let secret = key.endpoint_secret(endpoint.id, &endpoint.secret_salt, version);
@@ -140,11 +138,4 @@ pub fn deliveries(
 ) -> Result<(Vec<Delivery>, i64), Error> {
     let endpoint = get(conn, id, actor)?;
     Ok(repo::deliveries(conn, endpoint.id, page)?)
-}
-
-/// Now, in Unix milliseconds.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

@@ -106,3 +106,33 @@ fn migrations_outlast_a_lock_held_by_another_session() {
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     conn.batch_execute("ROLLBACK;").unwrap();
 }
+
+/// Times that one instance writes and another compares (leases, due retries) are read off the
+/// server's clock, which every instance shares, and it moves within a transaction (not `now()`,
+/// the transaction's start).
+#[test]
+#[cfg_attr(
+    not(postgres_tests),
+    ignore = "needs TEST_POSTGRES_URL (a PostgreSQL server)"
+)]
+fn the_shared_clock_is_the_servers_and_moves_within_a_transaction() {
+    let Ok(url) = std::env::var("TEST_POSTGRES_URL") else {
+        return;
+    };
+    use diesel::Connection;
+    use storage::timestamp::{database_ms, local_ms};
+    let mut conn = Database::parse(&url).unwrap().establish().unwrap();
+    conn.transaction::<_, diesel::result::Error, _>(|c| {
+        let begun: i64 = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+            "CAST(FLOOR(EXTRACT(EPOCH FROM now()) * 1000) AS BIGINT)",
+        ))
+        .get_result(c)?;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let later = database_ms(c)?;
+        assert!(later >= begun + 50, "{begun} then {later}");
+        // The server runs on this machine here: its clock and ours agree.
+        assert!((later - local_ms()).abs() < 5_000, "{later}");
+        Ok(())
+    })
+    .unwrap();
+}

@@ -7,7 +7,6 @@ use ledger::Event;
 use super::Inner;
 use crate::model::Endpoint;
 use crate::repo::NewDelivery;
-use crate::service::now_ms;
 use crate::{Allow, SigningKey};
 
 /// An attempt to log.
@@ -17,7 +16,8 @@ pub(super) struct Logged {
     attempt: i64,
     outcome: &'static str,
     found: Attempt,
-    next_attempt_at: Option<i64>,
+    /// The pause before the next attempt (ms), when there is one.
+    retry_in: Option<i64>,
 }
 
 impl Logged {
@@ -34,11 +34,12 @@ impl Logged {
             attempt,
             outcome,
             found,
-            next_attempt_at: next,
+            retry_in: next,
         }
     }
 
-    pub(super) fn as_new(&self, endpoint_id: i64) -> NewDelivery<'_> {
+    /// The log row, written at `now_ms` (the database's clock).
+    pub(super) fn as_new(&self, endpoint_id: i64, now_ms: i64) -> NewDelivery<'_> {
         NewDelivery {
             endpoint_id,
             message_id: &self.message_id,
@@ -48,7 +49,7 @@ impl Logged {
             response_status: self.found.status,
             latency_ms: self.found.latency_ms,
             error: self.found.error.as_deref(),
-            next_attempt_at: self.next_attempt_at,
+            next_attempt_at: self.retry_in.map(|pause| now_ms.saturating_add(pause)),
             manual: false,
         }
     }
@@ -114,7 +115,7 @@ impl Inner {
             return failed(format!("refused destination: {why}"));
         }
         let body = body(event);
-        let (id, timestamp) = (message_id(event), now_ms() / 1_000);
+        let (id, timestamp) = (message_id(event), storage::timestamp::local_ms() / 1_000);
         let signature = match key.signature(
             endpoint.id,
             &endpoint.secret_salt,

@@ -36,8 +36,8 @@ use tokio::sync::{Notify, Semaphore};
 
 use crate::model::Delivery;
 use crate::repo::{self, Due, NewDelivery};
-use crate::service::now_ms;
 use crate::{Error, SigningKey};
+use storage::timestamp::database_ms;
 
 mod attempt;
 mod settings;
@@ -146,7 +146,7 @@ impl Dispatcher {
                     repo::get_delivery(c, endpoint.id, delivery_id)?.ok_or_else(not_found)?;
                 let event =
                     ledger::repo::event_by_id(c, delivery.event_id)?.ok_or_else(not_found)?;
-                let versions = repo::signing_versions(c, endpoint.id, now_ms())?;
+                let versions = repo::signing_versions(c, endpoint.id)?;
                 Ok((endpoint, event, versions))
             })
         })
@@ -263,7 +263,7 @@ impl Inner {
             store.read(|c| {
                 // Only endpoints with something after their place: an idle one costs nothing.
                 let head = ledger::repo::feed_head(c)?;
-                Ok::<_, Error>(repo::due(c, now_ms(), head, 256)?)
+                Ok::<_, Error>(repo::due(c, head, 256)?)
             })
         })
         .await
@@ -290,10 +290,6 @@ impl Inner {
         Ok(())
     }
 
-    fn lease_until(&self) -> i64 {
-        now_ms().saturating_add(i64::try_from(self.settings.lease.as_millis()).unwrap_or(60_000))
-    }
-
     async fn write<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut DbConnection) -> Result<T, Error> + Send + 'static,
@@ -309,14 +305,17 @@ impl Inner {
         let Some(key) = self.settings.key.clone() else {
             return Ok(());
         };
-        let (me, until) = (self.me.clone(), self.lease_until());
+        let (me, span) = (self.me.clone(), self.settings.lease);
+        // The lease's end is counted from before it was asked for: it is taken later than that
+        // (by the database's clock), so it lasts at least until then.
+        let asked = Instant::now();
         let leased = self
-            .write(move |c| Ok(repo::lease(c, id, &me, now_ms(), until)?))
+            .write(move |c| Ok(repo::lease(c, id, &me, span)?))
             .await?;
         let Some(due) = leased else {
             return Ok(());
         };
-        let delivered = Arc::clone(&self).deliver_leased(&key, id, due).await;
+        let delivered = Arc::clone(&self).deliver_leased(&key, id, due, asked).await;
         if delivered.is_err() {
             // Whatever failed, the endpoint is not kept from the next tick (or process).
             let me = self.me.clone();
@@ -334,6 +333,7 @@ impl Inner {
         key: &SigningKey,
         id: i64,
         due: Due,
+        leased: Instant,
     ) -> Result<(), String> {
         const BATCH: i64 = 100;
         let Due {
@@ -342,7 +342,7 @@ impl Inner {
             versions,
         } = due;
         let mut failed = endpoint.failed_attempts;
-        let (started, mut renewed) = (Instant::now(), Instant::now());
+        let (started, mut renewed) = (Instant::now(), leased);
         loop {
             let store = self.store.clone();
             let (after, owner) = (cursor, endpoint.owner_id);
@@ -361,10 +361,11 @@ impl Inner {
                 // An attempt must end while the lease holds: renew it first when it might not.
                 if renewed.elapsed() + self.settings.timeout >= self.settings.lease * 9 / 10 {
                     let log = std::mem::take(&mut log);
+                    let asked = Instant::now();
                     if !self.record(id, log, cursor, failed, None, false).await? {
                         return Ok(());
                     }
-                    renewed = Instant::now();
+                    renewed = asked;
                 }
                 let attempt = self.send(key, &endpoint, &versions, &event).await;
                 let number = failed + 1;
@@ -373,7 +374,7 @@ impl Inner {
                 } else if number >= self.settings.max_attempts {
                     "gave_up"
                 } else {
-                    waits = Some(now_ms().saturating_add(self.backoff(number)));
+                    waits = Some(self.backoff(number));
                     "failed"
                 };
                 log.push(Logged::new(&event, number, outcome, attempt, waits));
@@ -397,19 +398,21 @@ impl Inner {
             // A long backlog gives its delivery slot (and the lease) back now and then, so that
             // one slow endpoint does not keep a slot for hours; it is taken up again at once.
             let yielding = !done && waits.is_none() && started.elapsed() >= YIELD_AFTER;
+            let asked = Instant::now();
             let still_ours =
                 (self.record(id, log, cursor, failed, waits, done || yielding)).await?;
             if done || yielding || waits.is_some() || !still_ours {
                 return Ok(());
             }
-            renewed = Instant::now();
+            renewed = asked;
         }
     }
 
     /// Writes attempts and where the endpoint stands, in one transaction, while this process
     /// holds its lease (`false` when it lost it). The lease is given back when the endpoint
-    /// waits (`waits`: the next attempt's time) or has nothing more (`done`), so that its next
-    /// event is taken up at once, by any process; otherwise it is renewed.
+    /// waits (`waits`: the pause before the next attempt, in ms) or has nothing more (`done`),
+    /// so that its next event is taken up at once, by any process; otherwise it is renewed.
+    /// Times are the database's ([`storage::timestamp::database_ms`]).
     #[allow(clippy::too_many_arguments)]
     async fn record(
         &self,
@@ -420,18 +423,25 @@ impl Inner {
         waits: Option<i64>,
         done: bool,
     ) -> Result<bool, String> {
-        let (me, lease) = (self.me.clone(), self.lease_until());
+        let (me, span) = (self.me.clone(), self.settings.lease);
         self.write(move |c| {
-            let now = storage::timestamp::now_sql();
+            let (now, now_ms) = (storage::timestamp::now_sql(), database_ms(c)?);
             for entry in &log {
-                repo::insert_delivery(c, &entry.as_new(id), &now)?;
+                repo::insert_delivery(c, &entry.as_new(id, now_ms), &now)?;
             }
-            let (due, lease) = match (waits, done) {
-                (Some(at), _) => (at, 0),
+            let lease = repo::after(now_ms, span);
+            let (next_attempt_at, lease_until) = match (waits, done) {
+                (Some(pause), _) => (now_ms.saturating_add(pause), 0),
                 (None, true) => (0, 0),
                 (None, false) => (0, lease),
             };
-            Ok(repo::advance(c, id, &me, cursor, failed, due, lease)?)
+            let standing = repo::Standing {
+                cursor,
+                failed_attempts: failed,
+                next_attempt_at,
+                lease_until,
+            };
+            Ok(repo::advance(c, id, &me, &standing)?)
         })
         .await
     }
