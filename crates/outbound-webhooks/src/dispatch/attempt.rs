@@ -1,6 +1,10 @@
 //! One attempt: the signed request, what it found, and how it is logged.
 
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Instant;
+
+use tokio::sync::Semaphore;
 
 use ledger::Event;
 
@@ -177,20 +181,101 @@ fn describe(e: &reqwest::Error) -> String {
     }
 }
 
-/// The HTTP client's name resolution: only addresses the allow-list lets it reach.
-pub(super) struct Resolver(pub(super) Allow);
+/// Name lookups running at once. The system resolver blocks a thread until it answers, and an
+/// attempt that times out cannot stop its lookup: with a resolver that hangs, every attempt
+/// would leave one more thread waiting, until the database calls that share the dispatcher's
+/// blocking threads found none. Past this many, a lookup waits (cancellably) for a free one.
+pub(super) const LOOKUPS: usize = 8;
+
+type Lookup = fn(&Allow, &str) -> std::io::Result<Vec<SocketAddr>>;
+
+/// The HTTP client's name resolution: only addresses the allow-list lets it reach, at most
+/// [`LOOKUPS`] at a time.
+pub(super) struct Resolver {
+    allow: Allow,
+    lookup: Lookup,
+    running: Arc<Semaphore>,
+}
+
+impl Resolver {
+    pub(super) fn new(allow: Allow) -> Self {
+        Self::with_lookup(allow, |allow, host| allow.resolve(host, 0))
+    }
+
+    fn with_lookup(allow: Allow, lookup: Lookup) -> Self {
+        Resolver {
+            allow,
+            lookup,
+            running: Arc::new(Semaphore::new(LOOKUPS)),
+        }
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl reqwest::dns::Resolve for Resolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let allow = self.0.clone();
+        let (allow, lookup) = (self.allow.clone(), self.lookup);
+        let running = Arc::clone(&self.running);
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let found = tokio::task::spawn_blocking(move || allow.resolve(&host, 0)).await;
+            let permit = running
+                .acquire_owned()
+                .await
+                .map_err(|e| Box::new(e) as BoxError)?;
+            // The permit goes with the thread: it is free when the lookup ends, not when the
+            // attempt that asked gives up.
+            let found = tokio::task::spawn_blocking(move || {
+                let found = lookup(&allow, &host);
+                drop(permit);
+                found
+            })
+            .await;
             match found {
                 Ok(Ok(addrs)) => Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs),
-                Ok(Err(e)) => Err(Box::new(e) as Box<dyn std::error::Error + Send + Sync>),
-                Err(e) => Err(Box::new(e) as Box<dyn std::error::Error + Send + Sync>),
+                Ok(Err(e)) => Err(Box::new(e) as BoxError),
+                Err(e) => Err(Box::new(e) as BoxError),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use reqwest::dns::Resolve;
+
+    use super::*;
+
+    static NOW: AtomicUsize = AtomicUsize::new(0);
+    static MOST: AtomicUsize = AtomicUsize::new(0);
+
+    /// A resolver that hangs for a while, counting how many lookups run at once.
+    fn hanging(_: &Allow, _: &str) -> std::io::Result<Vec<SocketAddr>> {
+        let now = NOW.fetch_add(1, Ordering::SeqCst) + 1;
+        MOST.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(300));
+        NOW.fetch_sub(1, Ordering::SeqCst);
+        Ok(vec![SocketAddr::from(([192, 0, 2, 1], 0))])
+    }
+
+    /// Attempts that give up on their lookup (as one that times out does) do not free its
+    /// thread, nor start more lookups than the bound while the first ones still hang.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lookups_that_hang_hold_at_most_the_bound_of_threads() {
+        let resolver = Resolver::with_lookup(Allow::parse("").unwrap(), hanging);
+        for _ in 0..(LOOKUPS * 4) {
+            let name = "hangs.example".parse().unwrap();
+            let asked = resolver.resolve(name);
+            // The attempt gives up at once.
+            let _ = tokio::time::timeout(Duration::from_millis(1), asked).await;
+        }
+        let name = "hangs.example".parse().unwrap();
+        let answered = resolver.resolve(name).await.unwrap();
+        assert_eq!(answered.count(), 1);
+        assert!(MOST.load(Ordering::SeqCst) <= LOOKUPS, "{MOST:?}");
+        assert!(MOST.load(Ordering::SeqCst) >= 1);
     }
 }

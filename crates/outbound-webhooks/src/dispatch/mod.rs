@@ -78,7 +78,7 @@ struct Inner {
 impl Dispatcher {
     /// Starts delivering on a thread of its own (nothing when no signing key is set).
     pub fn start(store: Store, settings: Settings) -> Result<Dispatcher, Error> {
-        let resolver = Arc::new(Resolver(settings.allow.clone()));
+        let resolver = Arc::new(Resolver::new(settings.allow.clone()));
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             // A proxy would resolve the destination itself, past the resolver's checks.
@@ -214,7 +214,9 @@ fn say(failure: Failure<Error>) -> String {
 /// The dispatcher thread: a runtime of its own, until the dispatcher is dropped.
 fn run(inner: std::sync::Weak<Inner>) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
-        // Database calls and name lookups (which cannot be cancelled) share these threads.
+        // Database calls and name lookups (which cannot be cancelled) share these threads; at
+        // most `attempt::LOOKUPS` of them look names up, so a hung resolver leaves the rest to
+        // the database calls.
         .max_blocking_threads(64)
         .enable_all()
         .build()
