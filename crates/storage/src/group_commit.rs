@@ -1,9 +1,10 @@
 //! Group commit: concurrent callers share transactions. Every durable commit waits for a disk
 //! flush (PostgreSQL) or for the single write lock (SQLite), so one transaction per request caps
 //! a write path at one flush or one lock hand-over per request. A [`GroupCommit`] owns one writer
-//! thread instead: callers queue jobs; the writer takes everything queued, runs it as one batch
-//! (the `run` function given to [`GroupCommit::new`], one transaction for all of it), answers
-//! each caller, and takes the next lot, which queued while the batch ran. A lone job runs at
+//! thread instead ([`POSTGRES_WRITERS`] on PostgreSQL, taking turns at the queue): callers queue
+//! jobs; the writer takes everything queued, runs it as one batch (the `run` function given to
+//! [`GroupCommit::new`], one transaction for all of it), answers each caller, and takes the
+//! next lot, which queued while the batch ran. A lone job runs at
 //! once, alone; under load batches grow by themselves to the number of callers waiting. Each
 //! caller still gets its answer only after the commit that holds its work.
 //!
@@ -14,14 +15,16 @@
 //! [`GroupCommit::submit_blocking`] is for plain threads (tests, tools).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::sync::mpsc::{self, TryRecvError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use crate::fault::{Failure, Fault, StoreError};
-use crate::{DbConnection, PooledConn, Store};
+use crate::{Backend, DbConnection, PooledConn, Store};
 
 /// At most this many jobs share a transaction (PostgreSQL allows 65,535 bind parameters per
 /// statement; a job's row takes a handful).
@@ -31,6 +34,18 @@ pub const MAX_BATCH: usize = 256;
 /// the database refuses must not fail its neighbours: the function runs each job (or the whole
 /// batch) in a nested transaction (a savepoint) and answers a refusal for that job alone.
 pub type RunBatch<J, R> = fn(&mut DbConnection, Vec<J>) -> Vec<R>;
+
+/// Writers per group commit on PostgreSQL, each with its own connection while it has batches.
+/// SQLite has one (one write lock per file). PostgreSQL runs transactions side by side and
+/// shares one WAL flush among the commits waiting for it, so a second writer's batch runs
+/// while the first one's waits for its flush or its round trips; the jobs already allow it
+/// (several servers share one database: appends lock their accounts in one order, webhook
+/// inserts skip duplicates by the unique index). Measured on 2026-11-27 (release build, 2
+/// cores, `wrk -c16 -d5s`, alternating servers): appends to 100 accounts 2.9-3.4k req/s with
+/// one writer, 5.6-5.7k with two (p99 5.2-5.4 ms against 6.3-10.7 ms), 4.8k with three (p99
+/// up to 25 ms: batches wait on each other's account locks, and the cores are full); signed
+/// webhooks 7.0k, 9.5-9.9k and 8.9-9.2k.
+pub const POSTGRES_WRITERS: usize = 2;
 
 /// A queued job, its caller's answer channel, and when it was queued.
 type Queued<J, R> = (J, oneshot::Sender<R>, Instant);
@@ -80,18 +95,29 @@ impl<J: Send + 'static, R: Outcome + Send + 'static> GroupCommit<J, R> {
     ) -> Self {
         let (jobs, queue) = mpsc::channel();
         let deadline = store.timeouts().answer;
-        let writer = Writer {
-            name,
-            durability,
-            store,
-            run,
-            failed,
-            queue,
+        let queue = Arc::new(Mutex::new(queue));
+        let writers = match store.backend() {
+            Backend::Sqlite => 1,
+            // Writers hold connections while busy: at most a quarter of the pool.
+            Backend::Postgres => {
+                let quarter = usize::try_from(store.pool().max_size() / 4).unwrap_or(1);
+                POSTGRES_WRITERS.min(quarter).max(1)
+            }
         };
-        // If the thread cannot start, every submit answers `failed` (its queue is gone).
-        let _ = thread::Builder::new()
-            .name("group-commit".into())
-            .spawn(move || writer.serve());
+        for _ in 0..writers {
+            let writer = Writer {
+                name,
+                durability,
+                store: store.clone(),
+                run,
+                failed,
+                queue: Arc::clone(&queue),
+            };
+            // If no thread starts, every submit answers `failed` (its queue is gone).
+            let _ = thread::Builder::new()
+                .name("group-commit".into())
+                .spawn(move || writer.serve());
+        }
         GroupCommit {
             jobs,
             deadline,
@@ -182,19 +208,29 @@ struct Writer<J, R> {
     store: Store,
     run: RunBatch<J, R>,
     failed: fn(StoreError) -> R,
-    queue: mpsc::Receiver<Queued<J, R>>,
+    /// Shared by the writers: one takes a batch at a time.
+    queue: Arc<Mutex<mpsc::Receiver<Queued<J, R>>>>,
 }
 
 impl<J, R: Outcome> Writer<J, R> {
     fn serve(self) {
         let mut held: Option<Held> = None;
         loop {
-            let first = match self.queue.try_recv() {
+            // Another writer waiting at the queue means there is nothing queued: this one is
+            // idle too, and its connection goes back to the pool before it waits its turn.
+            let queue = match self.queue.try_lock() {
+                Some(queue) => queue,
+                None => {
+                    self.release(held.take());
+                    self.queue.lock()
+                }
+            };
+            let first = match queue.try_recv() {
                 Ok(job) => job,
                 Err(TryRecvError::Empty) => {
                     // Idle: the connection goes back to the pool before the writer sleeps.
                     self.release(held.take());
-                    match self.queue.recv() {
+                    match queue.recv() {
                         Ok(job) => job,
                         // Every sender is gone: the GroupCommit was dropped.
                         Err(_) => return,
@@ -207,11 +243,12 @@ impl<J, R: Outcome> Writer<J, R> {
             };
             let mut batch = vec![first];
             while batch.len() < MAX_BATCH {
-                match self.queue.try_recv() {
+                match queue.try_recv() {
                     Ok(next) => batch.push(next),
                     Err(_) => break,
                 }
             }
+            drop(queue);
             if let Some(err) = self.serve_batch(&mut held, batch) {
                 self.fail_queued(&err);
             }
@@ -229,7 +266,8 @@ impl<J, R: Outcome> Writer<J, R> {
     /// that queued meanwhile would wait that long again, one batch after another, past any bound
     /// a client can plan for: it gets the same answer now. What queues from here on tries again.
     fn fail_queued(&self, err: &StoreError) {
-        while let Ok((_, reply, _)) = self.queue.try_recv() {
+        let queue = self.queue.lock();
+        while let Ok((_, reply, _)) = queue.try_recv() {
             let _ = reply.send((self.failed)(StoreError::new(
                 err.fault,
                 format!("{} (while this write waited in the queue)", err.detail),

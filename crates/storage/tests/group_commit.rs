@@ -278,3 +278,60 @@ fn an_unflushed_writer_that_cannot_begin_leaves_no_unflushed_connection() {
     drop((gc, store));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+static IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static MOST_IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A batch that takes a while, counting how many run at once.
+fn slow(conn: &mut DbConnection, jobs: Vec<i64>) -> Vec<Answer> {
+    use std::sync::atomic::Ordering;
+    let now = IN_FLIGHT.fetch_add(1, Ordering::SeqCst) + 1;
+    MOST_IN_FLIGHT.fetch_max(now, Ordering::SeqCst);
+    let pause = match conn {
+        DbConnection::Sqlite(_) => "SELECT 1",
+        DbConnection::Postgresql(_) => "SELECT pg_sleep(0.05)",
+    };
+    diesel::sql_query(pause).execute(conn).unwrap();
+    if matches!(conn, DbConnection::Sqlite(_)) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+    jobs.iter().map(|&j| Ok(j * 2)).collect()
+}
+
+/// SQLite has one writer (one write lock per file); PostgreSQL runs `POSTGRES_WRITERS` batches
+/// side by side when callers keep it busy, each on a connection of its own.
+#[test]
+fn postgres_runs_batches_side_by_side_and_sqlite_one_at_a_time() {
+    use std::sync::atomic::Ordering;
+    let dir = std::env::temp_dir().join(format!("storage-gc-writers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut stores = vec![(
+        Store::open(
+            Database::parse(&format!("sqlite://{}", dir.join("t.db").display())).unwrap(),
+            8,
+        )
+        .unwrap(),
+        1,
+    )];
+    if let Ok(url) = std::env::var("TEST_POSTGRES_URL") {
+        let store = Store::open(Database::parse(&url).unwrap(), 8).unwrap();
+        stores.push((store, storage::group_commit::POSTGRES_WRITERS));
+    }
+    for (store, writers) in stores {
+        MOST_IN_FLIGHT.store(0, Ordering::SeqCst);
+        let gc = GroupCommit::new("test", store, slow, Err);
+        std::thread::scope(|s| {
+            for t in 0..8_i64 {
+                let gc = &gc;
+                s.spawn(move || {
+                    for i in 0..10 {
+                        assert_eq!(gc.submit_blocking(t * 100 + i), Ok((t * 100 + i) * 2));
+                    }
+                });
+            }
+        });
+        assert_eq!(MOST_IN_FLIGHT.load(Ordering::SeqCst), writers);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
