@@ -115,25 +115,33 @@ DESIGN = """## Why a list costs what its page costs
 - **The bench measures writes, not its bulk load.** After `server seed` loads its 1,000,000-row
   tables, the bench runs `VACUUM ANALYZE` and a `CHECKPOINT` on PostgreSQL (autovacuum is off on
   this machine's server; the load's gigabytes of WAL otherwise become a checkpoint whose
-  writeback overlaps the timed runs). The previous run's PostgreSQL create routes at 0.17× of
-  `POST /notes` (`/articles`, `/v1/notes`, `/v2/notes`, `/accounts`, p50 12 ms) did not come back
-  on fresh tables or right after seeding every table to 1,000,000 rows (2026-11-27, release
-  build, `wrk -c16 -d5s`: `POST /notes` 5.6k/s, `/articles` 5.0k, `/v2/notes` 4.6k,
-  `/accounts` 3.2k), so they were the run's order, not the routes.
-- **Open: four slow creates on PostgreSQL in the full run.** `POST /articles`, `/v1/notes`,
-  `/v2/notes` and `/accounts` ran at 0.18–0.20× of `POST /notes` in the previous full run and
-  at 0.26–0.35× of the fastest create in this one, which has PostgreSQL's default plan cache
-  (so the forced generic plans were not the cause), while the same routes on the same tables
-  seeded, vacuumed and checkpointed alone ran at 0.98–1.0×. `pg_stat_activity` sampled every
-  0.3 s through this run's write section: in every route most busy backends wait for the WAL
-  flush of their `COMMIT` (`LWLock:WALWrite`, `IO:WALSync`); the four slow routes' inserts also
-  waited on another transaction (`Lock:transactionid`) in 7–11% of the samples, against 0–4%
-  for `POST /tags`, `/notes/{id}/comments` and `/users`: a statement trigger's update of the
-  `row_counts` shard row that another connection shares (shards are `pg_backend_pid() % 16`,
-  and 16 connections rarely land on 16 shards), held until that transaction's flush. That is
-  not enough to explain a factor of three; what the next step measures is the WAL each of
-  these transactions writes (full-page images of index pages first touched after the bench's
-  `CHECKPOINT`) and the pool's shard spread.
+  writeback overlaps the timed runs).
+- **A counted write finds its counter through the index.** Earlier runs had PostgreSQL's
+  `POST /articles`, `/v1/notes`, `/v2/notes` and `/accounts` at 0.17–0.35× of the fastest create,
+  but only in full runs: alone, on the same seeded tables, they ran at 0.98–1.0×. WAL per
+  commit (`pg_stat_wal` and `pg_current_wal_lsn` around each route) was the same as
+  `POST /notes` (0.4–0.6 kB, no full-page images, 0.4 flushes per commit), so the time went
+  elsewhere. The four routes came right after `POST /notes/{id}/comments`, which adds a
+  `row_counts` row per commented note and shard (about 20,000), and every one of them inserts into
+  a whole-table counted table, whose trigger function (shared by those tables) found its counter
+  row with `counted = TG_TABLE_NAME`. `TG_TABLE_NAME` is of type `name`, which the primary key's
+  index cannot compare with `text` (and a plain cast keeps `name`'s collation "C", which the
+  index cannot use either): every counted insert and delete scanned all of `row_counts`
+  (`EXPLAIN` in the trigger, via `auto_explain`: a sequential scan removing 20,095 rows, 1.1 ms).
+  Migration 16 compares as text in the column's collation: an index scan, 0.02 ms. The same
+  bench on PostgreSQL alone, before and after: `POST /articles` 1,246 → 4,368 req/s,
+  `/v1/notes` 1,275 → 4,182, `/v2/notes` 1,249 → 4,129, `/accounts` 1,055 → 3,198 (`POST /notes`
+  4,275 and 4,703). `storage/tests/counts.rs` checks that no counted write scans the table.
+- **PostgreSQL group commits run two writers.** Appends and webhook intake share transactions
+  through a group commit (one writer thread per kind). On PostgreSQL one writer serialized the
+  round trips and the flush of every batch: appends to 100 accounts ran at 0.54× of
+  `POST /users`. Two writers take turns at the queue, so one batch runs while the other waits for
+  its flush (PostgreSQL shares the WAL flush between them); the jobs already allowed it, since
+  several servers share one database. A/B on 2026-11-27 (release build, alternating servers,
+  `wrk -c16 -d5s`): appends 2.9–3.4k → 5.6–5.7k req/s (p99 6.3–10.7 ms → 5.2–5.4 ms), signed
+  webhooks 7.0k → 9.5–9.9k; three writers gave 4.8k and 8.9–9.2k (their batches wait on each
+  other's account locks, and the two cores are full). SQLite keeps one writer (one write lock
+  per file).
 - **Opening an account costs two inserts, not more.** `POST /accounts` writes the account row
   and its `AccountOpened` event; it also ran a savepoint around them (two more round trips, for
   an error that the insert now avoids with `ON CONFLICT DO NOTHING`) and a multi-row event
