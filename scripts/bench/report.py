@@ -172,10 +172,11 @@ DESIGN = """## Why a list costs what its page costs
   deliveries starts at most every 20 ms so that it carries several events); and its sending
   competed for the CPU (its thread now runs at nice 19). 10 endpoints went from 0.43× to
   0.51–0.57×, 1 endpoint from 0.68× to 0.73–0.74×; on PostgreSQL 1.02×, 0.77× and streams
-  0.80× (the full run above: SQLite 0.77×, 0.54×, 0.72×; PostgreSQL 0.89×, 0.88×, 0.78×). What
+  0.80× (the previous full run: SQLite 0.77×, 0.54×, 0.72×; PostgreSQL 0.89×, 0.88×, 0.78×; this one, on a faster host and with two PostgreSQL writers, in the ratios below). What
   remains is the work itself on two shared cores: ten signed `POST`s per append
   cost more CPU than the append, each attempt is a row in the delivery log, and each event is
-  read and written once per stream that follows it. With `synchronous=normal` the same runs
+  read and written once per stream that follows it. The stream gap grew on PostgreSQL once
+  appends ran faster (two writers): the same stream work per event against a shorter append. With `synchronous=normal` the same runs
   gave 0.84× (10 endpoints) and 0.71× (streams): under `synchronous=FULL` SQLite's appends are
   bound by the latency of their flushes, which the log rows' extra WAL makes longer. The
   time from an append to its arrival is measured at 200 appends a second: a stream's p50 is a
@@ -194,7 +195,8 @@ DESIGN = """## Why a list costs what its page costs
   10 ms) gained about 5%. The change did not land: it gained nothing measurable and would have
   let a reader see a commit before it was on disk. The ratio therefore depends on the disk's
   flush latency against a request's CPU time: the previous run's host had `POST /notes` at
-  0.80× of normal, this run's at 0.75× (appends 0.63×, webhooks 0.80×; below).
+  0.80× of normal, the next one's at 0.75× (appends 0.63×, webhooks 0.80×); this run's are
+  below.
 - **A connection just handed back is not checked again.** r2d2 checked every connection as it
   was taken (a `SELECT 1` round trip): on PostgreSQL that was 19.0–19.8k point reads/s against
   23.4–25.4k without it (lists 13.0–14.0k against 15.0–15.6k), alternating builds. The check
