@@ -216,8 +216,8 @@ impl<J, R: Outcome> Writer<J, R> {
     fn serve(self) {
         let mut held: Option<Held> = None;
         loop {
-            // Another writer waiting at the queue means there is nothing queued: this one is
-            // idle too, and its connection goes back to the pool before it waits its turn.
+            // Another writer is at the queue, taking what is queued or waiting for it: this one
+            // may wait a while, and its connection goes back to the pool before it does.
             let queue = match self.queue.try_lock() {
                 Some(queue) => queue,
                 None => {
