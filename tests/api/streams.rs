@@ -22,6 +22,7 @@ api_tests!(
 
 backend_tests!(
     a_second_server_on_the_same_database_wakes_the_stream,
+    a_caught_up_stream_is_handed_each_event_and_reads_only_what_it_missed,
     a_client_holds_at_most_its_share_of_streams,
     an_idle_stream_beats_and_ends_with_its_last_event_id,
 );
@@ -291,6 +292,85 @@ async fn a_second_server_on_the_same_database_wakes_the_stream(backend: Backend)
     assert_eq!(res.status(), StatusCode::CREATED);
     assert_eq!(sequences(&stream.events(1).await), [2]);
     assert_eq!(sequences(&feed.events(1).await), [2]);
+    handle.stop(false).await;
+}
+
+/// Events sent by the streams, by where they found them (`event_stream_events_total`).
+async fn sent(app: &TestApp) -> (f64, f64) {
+    let (_, _, text) = crate::metrics::metrics(app, None).await;
+    let sent =
+        |source| crate::metrics::sample(&text, "event_stream_events_total", &[("source", source)]);
+    (sent("handed"), sent("database"))
+}
+
+/// A caught-up stream sends each event this server commits as the commit hands it over (no
+/// read), and reads the database only for what was not handed over in order: another server's
+/// event, or events whose hand-overs crossed. What it sends is what the database holds, byte
+/// for byte, every event once and in order. The poll is a minute, so nothing here is polled.
+async fn a_caught_up_stream_is_handed_each_event_and_reads_only_what_it_missed(backend: Backend) {
+    let Some(app) = TestApp::spawn_with(backend, |s| {
+        s.event_streams.poll = Duration::from_secs(60);
+    })
+    .await
+    else {
+        return eprintln!("TEST_POSTGRES_URL not set: skipped");
+    };
+    let other = server::Application::build(test_settings(&app.db))
+        .await
+        .unwrap();
+    let other_base = format!("http://127.0.0.1:{}", other.port());
+    let handle = other.handle();
+    tokio::spawn(other.run_until_stopped());
+    app.open_account("ann", "Ann").await;
+    let mut stream = Sse::open(&app, "/accounts/ann/events/stream", None).await;
+    let mut live = stream.events(1).await;
+    let (handed, read) = sent(&app).await;
+    assert_eq!((handed, read), (0.0, 1.0), "the catch-up is read");
+
+    for amount in 1..=10 {
+        app.deposit("ann", amount).await;
+    }
+    live.extend(stream.events(10).await);
+    assert_eq!(
+        sent(&app).await,
+        (handed + 10.0, read),
+        "handed over, none read"
+    );
+
+    // Another server's event is never handed over here: the next one here shows the gap.
+    let res = app
+        .client
+        .post(format!("{other_base}/accounts/ann/events"))
+        .json(&json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 9}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    app.deposit("ann", 11).await;
+    live.extend(stream.events(2).await);
+    assert!(
+        sent(&app).await.1 > read,
+        "the gap is read from the database"
+    );
+
+    // Concurrent appends hand over in any order.
+    let deposits = (0..30).map(|n| app.deposit("ann", 100 + n));
+    let writes = futures_util::stream::iter(deposits).buffer_unordered(8);
+    let (more, ()) = tokio::join!(stream.events(30), writes.for_each(|_| async {}));
+    live.extend(more);
+
+    let listed = app.all_events("ann").await;
+    assert_eq!(sequences(&live), (1..=43).collect::<Vec<_>>());
+    assert_eq!(
+        live.iter().map(|m| &m.data).collect::<Vec<_>>(),
+        listed.iter().collect::<Vec<_>>()
+    );
+    for message in &live {
+        assert_eq!(
+            message.id.as_deref(),
+            Some(&*message.data["sequence"].to_string())
+        );
+    }
     handle.stop(false).await;
 }
 

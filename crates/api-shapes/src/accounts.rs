@@ -255,10 +255,19 @@ pub struct FeedQuery {
 /// Events as a stream sends them: each `id` where a reconnect resumes (`C`, a sequence or a
 /// feed position), each `data` the event as `GET /accounts/{id}/events` lists it.
 pub fn frames<C: ToString>(batch: Vec<(C, Event)>) -> Vec<(C, http_edge::sse::Frame)> {
-    let frame = |(at, event): (C, Event)| {
-        let data = serde_json::to_string(&AccountEventDto::from(event)).unwrap_or_default();
-        let id = at.to_string();
-        (at, http_edge::sse::Frame { id, data })
-    };
-    batch.into_iter().map(frame).collect()
+    let frame = |(at, event): (C, Event)| (frame(&at, event), at);
+    batch
+        .into_iter()
+        .map(frame)
+        .map(|(f, at)| (at, f))
+        .collect()
+}
+
+/// One event as a stream sends it, `at` its position in that stream.
+pub fn frame(at: &impl ToString, event: Event) -> http_edge::sse::Frame {
+    let data = serde_json::to_string(&AccountEventDto::from(event)).unwrap_or_default();
+    http_edge::sse::Frame {
+        id: at.to_string(),
+        data,
+    }
 }

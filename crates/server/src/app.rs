@@ -145,7 +145,16 @@ impl Application {
                 settings.outbound_webhooks.clone(),
             )?,
             pruner: idempotency::Pruner::start(store, keys.clone()),
-            streams: http_edge::sse::Streams::new(settings.event_streams, Arc::clone(&draining)),
+            streams: http_edge::sse::Streams::new(
+                settings.event_streams,
+                Arc::clone(&draining),
+                &metrics.counter(
+                    "event_stream_events_total",
+                    "Events the live streams sent, by source: handed (over by the commit in \
+                     this process) or database (read back: catch-up, another process's commits).",
+                    &["source"],
+                )?,
+            ),
             draining: Arc::clone(&draining),
         };
         let edge = Edge {

@@ -46,6 +46,15 @@ impl Context {
         self.dispatcher.notify();
     }
 
+    /// `event` was committed: as [`Context::events_committed`], and its account's streams are
+    /// handed it (a caught-up stream sends it without reading it back).
+    pub fn event_committed(&self, event: &ledger::Event) {
+        let frame = || api_shapes::accounts::frame(&event.sequence, event.clone());
+        self.streams
+            .committed(&event.aggregate_id, event.sequence, frame);
+        self.dispatcher.notify();
+    }
+
     /// The app's context.
     pub fn of(req: &HttpRequest) -> Result<&Context, ApiError> {
         http_edge::registered(req).map(Data::get_ref)

@@ -9,8 +9,11 @@ use std::time::Duration;
 
 use actix_web::HttpRequest;
 use problem_details::{Problem, Slug};
+use prometheus::{IntCounter, IntCounterVec};
 use tokio::sync::watch;
 
+use super::Frame;
+use super::handoff::Recent;
 use crate::error::ApiError;
 use crate::middleware::limits::count_down;
 
@@ -43,20 +46,31 @@ impl Default for StreamLimits {
 
 /// The app's streams: the wake-ups commits send, and who holds how many.
 pub struct Streams {
-    /// Every commit: the streams that follow everything.
-    pub(super) wake: watch::Sender<u64>,
-    /// Commits that name a topic: the streams that follow it, and how many they are.
-    pub(super) topics: Mutex<HashMap<String, (watch::Sender<u64>, usize)>>,
+    /// Every commit: the streams that follow everything (nothing is handed over to them).
+    pub(super) wake: watch::Sender<Recent>,
+    /// Commits that name a topic: the streams that follow it, and how many they are; each
+    /// wake-up holds the topic's last events handed over.
+    pub(super) topics: Mutex<HashMap<String, (watch::Sender<Recent>, usize)>>,
     open: Mutex<HashMap<Option<IpAddr>, usize>>,
     pub(super) limits: StreamLimits,
     pub(super) draining: Arc<AtomicBool>,
+    /// Events sent, by where the stream found them: handed over, or read from the database.
+    pub(super) sent_handed: IntCounter,
+    pub(super) sent_read: IntCounter,
 }
 
 impl Streams {
-    /// Streams under `limits` that end when `draining` is set (SIGTERM).
-    pub fn new(limits: StreamLimits, draining: Arc<AtomicBool>) -> Arc<Streams> {
+    /// Streams under `limits` that end when `draining` is set (SIGTERM); `sent` counts the
+    /// events they send by `source` (`handed` or `database`).
+    pub fn new(
+        limits: StreamLimits,
+        draining: Arc<AtomicBool>,
+        sent: &IntCounterVec,
+    ) -> Arc<Streams> {
         Arc::new(Streams {
-            wake: watch::channel(0).0,
+            sent_handed: sent.with_label_values(&["handed"]),
+            sent_read: sent.with_label_values(&["database"]),
+            wake: watch::channel(Recent::default()).0,
             topics: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
             limits,
@@ -67,13 +81,26 @@ impl Streams {
     /// Something about `topics` was committed: the streams that follow everything and those
     /// that follow one of `topics` look now.
     pub fn notify(&self, topics: &[&str]) {
-        self.wake.send_modify(|n| *n = n.wrapping_add(1));
+        self.wake.send_modify(|_| {});
         if let Ok(followed) = self.topics.lock() {
             for topic in topics {
                 if let Some((wake, _)) = followed.get(*topic) {
-                    wake.send_modify(|n| *n = n.wrapping_add(1));
+                    wake.send_modify(|_| {});
                 }
             }
+        }
+    }
+
+    /// The event at `sequence` of `topic` was committed: as [`Streams::notify`], and the
+    /// streams that follow `topic` are handed the event (`frame` builds it, only when some
+    /// stream follows), so a caught-up one sends it without reading the database.
+    pub fn committed(&self, topic: &str, sequence: i64, frame: impl FnOnce() -> Frame) {
+        self.wake.send_modify(|_| {});
+        if let Ok(followed) = self.topics.lock()
+            && let Some((wake, _)) = followed.get(topic)
+        {
+            let frame = frame();
+            wake.send_modify(|recent| recent.hand(sequence, frame));
         }
     }
 
@@ -88,7 +115,7 @@ impl Streams {
         let mut followed = self.topics.lock().unwrap_or_else(|e| e.into_inner());
         let (wake, count) = followed
             .entry(topic.clone())
-            .or_insert_with(|| (watch::channel(0).0, 0));
+            .or_insert_with(|| (watch::channel(Recent::default()).0, 0));
         *count += 1;
         Following {
             wake: wake.subscribe(),
@@ -126,7 +153,7 @@ impl Streams {
 
 /// A stream's wake-up; the topic is forgotten with its last follower.
 pub(super) struct Following {
-    pub(super) wake: watch::Receiver<u64>,
+    pub(super) wake: watch::Receiver<Recent>,
     topic: Option<(Arc<Streams>, String)>,
 }
 
@@ -160,7 +187,12 @@ mod tests {
 
     #[test]
     fn a_commit_wakes_the_streams_of_its_topics_and_of_everything() {
-        let streams = Streams::new(StreamLimits::default(), Arc::new(AtomicBool::new(false)));
+        let sent = IntCounterVec::new(prometheus::Opts::new("sent", "sent"), &["source"]).unwrap();
+        let streams = Streams::new(
+            StreamLimits::default(),
+            Arc::new(AtomicBool::new(false)),
+            &sent,
+        );
         let (mut a, b, mut all) = (
             streams.follow(Some("a".into())),
             streams.follow(Some("b".into())),

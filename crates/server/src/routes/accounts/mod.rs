@@ -50,7 +50,7 @@ pub async fn open(
             },
         )
         .await?;
-    context.events_committed(&[&recorded.event.aggregate_id]);
+    context.event_committed(&recorded.event);
     Ok(created_event(recorded, true))
 }
 
@@ -118,7 +118,7 @@ pub async fn append(
     let recorded = precondition
         .judge(context.appender.append(job).await)
         .map_err(failed)??;
-    context.events_committed(&[&recorded.event.aggregate_id]);
+    context.event_committed(&recorded.event);
     Ok(created_event(recorded, false))
 }
 
