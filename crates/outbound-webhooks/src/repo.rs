@@ -383,7 +383,49 @@ pub fn insert_delivery(
     new: &NewDelivery<'_>,
     now: &str,
 ) -> QueryResult<Delivery> {
-    let row = (
+    let row = delivery_row(new, now);
+    storage::with_backend!(conn, |c| diesel::insert_into(d::table)
+        .values(row)
+        .returning(d::all_columns)
+        .get_result::<DeliveryRow>(c))
+    .map(delivery)
+}
+
+/// Logs `attempts` at `now`: one statement per few hundred rows, not one per row (a round of
+/// deliveries logs up to a hundred attempts per endpoint).
+pub fn log_deliveries(
+    conn: &mut DbConnection,
+    attempts: &[NewDelivery<'_>],
+    now: &str,
+) -> QueryResult<()> {
+    // 11 values a row: far below SQLite's 32,766 bound parameters per statement.
+    for chunk in attempts.chunks(500) {
+        let rows: Vec<_> = chunk.iter().map(|new| delivery_row(new, now)).collect();
+        storage::with_backend!(conn, |c| diesel::insert_into(d::table)
+            .values(&rows)
+            .execute(c))?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::type_complexity)]
+fn delivery_row<'a>(
+    new: &NewDelivery<'a>,
+    now: &'a str,
+) -> (
+    diesel::dsl::Eq<d::endpoint_id, i64>,
+    diesel::dsl::Eq<d::message_id, &'a str>,
+    diesel::dsl::Eq<d::event_id, i64>,
+    diesel::dsl::Eq<d::attempt, i64>,
+    diesel::dsl::Eq<d::outcome, &'a str>,
+    diesel::dsl::Eq<d::response_status, Option<i64>>,
+    diesel::dsl::Eq<d::latency_ms, i64>,
+    diesel::dsl::Eq<d::error, Option<&'a str>>,
+    diesel::dsl::Eq<d::next_attempt_at, Option<i64>>,
+    diesel::dsl::Eq<d::attempted_at, &'a str>,
+    diesel::dsl::Eq<d::manual, bool>,
+) {
+    (
         d::endpoint_id.eq(new.endpoint_id),
         d::message_id.eq(new.message_id),
         d::event_id.eq(new.event_id),
@@ -395,12 +437,7 @@ pub fn insert_delivery(
         d::next_attempt_at.eq(new.next_attempt_at),
         d::attempted_at.eq(now),
         d::manual.eq(new.manual),
-    );
-    storage::with_backend!(conn, |c| diesel::insert_into(d::table)
-        .values(row)
-        .returning(d::all_columns)
-        .get_result::<DeliveryRow>(c))
-    .map(delivery)
+    )
 }
 
 /// A page of an endpoint's deliveries, newest first, and how many there are.

@@ -218,6 +218,10 @@ fn run(inner: std::sync::Weak<Inner>) {
         // most `attempt::LOOKUPS` of them look names up, so a hung resolver leaves the rest to
         // the database calls.
         .max_blocking_threads(64)
+        // Its blocking threads only read (the feed, due endpoints) and look names up: the
+        // writes go through the dispatcher's own group commit (`writes`), whose thread keeps
+        // the normal priority (it may hold the SQLite write lock an append waits for).
+        .on_thread_start(|| storage::lower_own_priority(storage::CHECKPOINTER_NICE))
         .enable_all()
         .build()
     {
@@ -228,9 +232,7 @@ fn run(inner: std::sync::Weak<Inner>) {
         }
     };
     // Sending is background work: under a full CPU the appends it follows go first, and the
-    // deliveries catch up when the load eases (their order and the log are unaffected). Only
-    // this thread is lowered: the database calls run on the runtime's blocking threads, which
-    // may hold the SQLite write lock.
+    // deliveries catch up when the load eases (their order and the log are unaffected).
     storage::lower_own_priority(storage::CHECKPOINTER_NICE);
     runtime.block_on(async move {
         let Some(concurrency) = inner.upgrade().map(|i| i.settings.concurrency.max(1)) else {
@@ -428,9 +430,8 @@ impl Inner {
         let (me, span) = (self.me.clone(), self.settings.lease);
         self.write(move |c| {
             let (now, now_ms) = (storage::timestamp::now_sql(), database_ms(c)?);
-            for entry in &log {
-                repo::insert_delivery(c, &entry.as_new(id, now_ms), &now)?;
-            }
+            let attempts: Vec<_> = log.iter().map(|entry| entry.as_new(id, now_ms)).collect();
+            repo::log_deliveries(c, &attempts, &now)?;
             let lease = repo::after(now_ms, span);
             let (next_attempt_at, lease_until) = match (waits, done) {
                 (Some(pause), _) => (now_ms.saturating_add(pause), 0),
