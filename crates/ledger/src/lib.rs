@@ -23,4 +23,4 @@ pub use model::{
     PreconditionFailed, Transfer, is_valid_account_id,
 };
 #[cfg(feature = "db")]
-pub use service::{Append, Appender, EventsPage, Recorded};
+pub use service::{Append, Appender, EventsPage, Open, Recorded};

@@ -79,26 +79,44 @@ pub fn insert_account(
     state: &AccountState,
     owner: Option<i64>,
 ) -> Result<(), Error> {
-    let values = (
-        accounts::account_id.eq(id),
-        accounts::owner_id.eq(owner),
-        accounts::owner.eq(&state.owner),
-        accounts::balance_cents.eq(state.balance_cents),
-        accounts::is_open.eq(state.is_open),
-        accounts::last_sequence.eq(state.last_sequence),
-        accounts::updated_at.eq(&state.updated_at),
-    );
     // No error for an existing id: on PostgreSQL an error would abort the caller's whole
     // transaction, so callers would need a savepoint around this insert.
-    let inserted = storage::with_backend!(conn, |c| diesel::insert_into(accounts::table)
-        .values(values)
-        .on_conflict_do_nothing()
-        .execute(c))
-    .map_err(Error::Storage)?;
-    match inserted {
-        0 => Err(Error::AccountExists { id: id.to_owned() }),
-        _ => Ok(()),
+    match insert_accounts(conn, &[(id, state, owner)])?.is_empty() {
+        true => Err(Error::AccountExists { id: id.to_owned() }),
+        false => Ok(()),
     }
+}
+
+/// Inserts accounts (id, folded state, owning user) with one multi-row statement; answers
+/// the ids inserted. An id that exists already is skipped, not an error (see
+/// [`insert_account`]).
+pub fn insert_accounts(
+    conn: &mut DbConnection,
+    rows: &[(&str, &AccountState, Option<i64>)],
+) -> Result<Vec<String>, Error> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let values: Vec<_> = rows
+        .iter()
+        .map(|(id, state, owner)| {
+            (
+                accounts::account_id.eq(*id),
+                accounts::owner_id.eq(*owner),
+                accounts::owner.eq(&state.owner),
+                accounts::balance_cents.eq(state.balance_cents),
+                accounts::is_open.eq(state.is_open),
+                accounts::last_sequence.eq(state.last_sequence),
+                accounts::updated_at.eq(&state.updated_at),
+            )
+        })
+        .collect();
+    storage::with_backend!(conn, |c| diesel::insert_into(accounts::table)
+        .values(&values)
+        .on_conflict_do_nothing()
+        .returning(accounts::account_id)
+        .get_results::<String>(c))
+    .map_err(Error::Storage)
 }
 
 /// Writes folded states to their projection rows, all in one statement: an upsert whose

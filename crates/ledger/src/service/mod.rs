@@ -12,8 +12,8 @@ mod read;
 mod retry;
 mod transfer;
 
-pub use append::{Append, Appender, append, append_batch};
-pub use open::open_account;
+pub use append::{Append, Appender, Job, append, append_batch};
+pub use open::{Open, open_account, open_batch};
 pub use read::{
     EventsPage, STREAM_BATCH, feed_position, get_account, list_accounts, list_events,
     stream_events, stream_feed,

@@ -4,14 +4,14 @@ use actix_web::web::{Data, Path};
 use apistos::api_operation;
 use apistos::web::{ServiceConfig, get, post, resource};
 use ledger::service::{self, EventsPage};
-use ledger::{Append, AppendEvent, OpenAccount, Transfer};
+use ledger::{Append, AppendEvent, Open, OpenAccount, Transfer};
 
 use crate::auth::{Access, Rule};
 use crate::context::Context;
 use crate::routes::dto::PageQuery;
 use crate::routes::dto::offset_page;
 use http_edge::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged};
-use http_edge::db::{Db, Wrote};
+use http_edge::db::Db;
 use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
 use http_edge::idempotent::{Created, KeyedCreate};
@@ -41,15 +41,8 @@ pub async fn open(
 ) -> Result<CreatedEvent, ApiError> {
     let input = OpenAccount::from_json(&body)?.owned_by(db.actor().owner_id());
     let key = keyed.caller_key(&Scope::of("open_account", &[]), &body)?;
-    let recorded = db
-        .write_recorded(
-            move |c| service::open_account(c, &input, key.as_ref()),
-            |r| match r.replayed {
-                true => Wrote::Nothing,
-                false => Wrote::At(format!("/accounts/{}", r.event.aggregate_id)),
-            },
-        )
-        .await?;
+    let audit = db.action().cloned();
+    let recorded = context.appender.open(Open { input, key, audit }).await?;
     context.event_committed(&recorded.event);
     Ok(created_event(recorded, true))
 }
