@@ -100,6 +100,22 @@ pub fn record(
     )
 }
 
+/// [`record`] for several writes done now, in one statement: each `action` on its resource
+/// (`None`: its request's path). Call it inside the writes' own transaction.
+pub fn record_all(
+    conn: &mut storage::DbConnection,
+    writes: &[(&Action, Option<&str>)],
+) -> diesel::QueryResult<()> {
+    if writes.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<(&Action, &str)> = writes
+        .iter()
+        .map(|(action, resource)| (*action, resource.unwrap_or(&action.path)))
+        .collect();
+    repo::insert_all(conn, &rows, &storage::timestamp::now_rfc3339())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,3 +69,43 @@ fn rows_are_listed_newest_first_by_cursor_and_user() {
         assert!(anns.iter().all(|r| r.user_id == Some(1)));
     });
 }
+
+/// A batch of writes records its rows in one statement, in the batch's order, each as
+/// `record` would (its resource, else its path; its actor).
+#[test]
+fn a_batch_records_its_writes_in_order() {
+    on_each_backend(|_, c| {
+        let ann = Actor::User {
+            user_id: 1,
+            token_id: 10,
+        };
+        let (first, second) = (action(ann, "/notes/1"), action(Actor::Operator, "/notes"));
+        audit::record_all(c, &[]).unwrap();
+        audit::record_all(
+            c,
+            &[(&first, None), (&second, Some("/notes/7")), (&first, None)],
+        )
+        .unwrap();
+        let all = Query {
+            before: None,
+            limit: 10,
+            user_id: None,
+        };
+        let (rows, more) = page(c, all).unwrap();
+        assert!(!more);
+        let seen: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|r| (r.resource.as_str(), r.actor.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("/notes/1", "user"),
+                ("/notes/7", "operator"),
+                ("/notes/1", "user")
+            ]
+        );
+        assert!(rows.windows(2).all(|w| w[0].id > w[1].id));
+        assert_eq!((rows[1].user_id, rows[0].token_id), (None, Some(10)));
+    });
+}

@@ -219,16 +219,22 @@ fn attempt_batch<A: Borrow<Append>>(
     let folded: Vec<(&str, &AccountState)> = written.iter().map(|id| (*id, &states[*id])).collect();
     repo::save_projections(c, &folded)?;
     repo::insert_keys(c, &new_keys).map_err(key_error)?;
-    for (job, plan) in jobs.iter().zip(&plans) {
-        if let (Some(action), Plan::New(n)) = (&job.audit, plan) {
-            let resource = format!(
-                "{}/{}",
-                action.path.trim_end_matches('/'),
-                stored[*n].sequence
-            );
-            audit::record(c, action, Some(&resource))?;
-        }
-    }
+    let audited: Vec<(&audit::Action, String)> = jobs
+        .iter()
+        .zip(&plans)
+        .filter_map(|(job, plan)| match (&job.audit, plan) {
+            (Some(action), Plan::New(n)) => {
+                let path = action.path.trim_end_matches('/');
+                Some((action, format!("{path}/{}", stored[*n].sequence)))
+            }
+            _ => None,
+        })
+        .collect();
+    let writes: Vec<_> = audited
+        .iter()
+        .map(|(a, r)| (*a, Some(r.as_str())))
+        .collect();
+    audit::record_all(c, &writes)?;
 
     Ok(plans
         .into_iter()

@@ -127,7 +127,7 @@ fn attempt_opens<O: Borrow<Open>>(
         false => repo::insert_events(c, &new_events, &now)?,
     }
     .into_iter();
-    let mut new_keys = Vec::new();
+    let (mut new_keys, mut audited) = (Vec::new(), Vec::new());
     let mut came = Vec::with_capacity(fresh.len());
     for (job, _) in &fresh {
         let id = &job.input.account_id;
@@ -141,7 +141,7 @@ fn attempt_opens<O: Borrow<Open>>(
                 new_keys.push(new_key(key, id, 1));
             }
             if let Some(action) = &job.audit {
-                audit::record(c, action, Some(&format!("/accounts/{id}")))?;
+                audited.push((action, format!("/accounts/{id}")));
             }
             Came::Opened(event)
         } else {
@@ -156,6 +156,11 @@ fn attempt_opens<O: Borrow<Open>>(
         came.push(outcome);
     }
     repo::insert_keys(c, &new_keys).map_err(key_error)?;
+    let writes: Vec<_> = audited
+        .iter()
+        .map(|(a, r)| (*a, Some(r.as_str())))
+        .collect();
+    audit::record_all(c, &writes)?;
 
     Ok(plans
         .into_iter()
