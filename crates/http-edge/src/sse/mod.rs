@@ -149,6 +149,10 @@ struct State<C> {
     started: Instant,
     last_sent: Instant,
     look: Look,
+    /// When the stream last knew it had everything up to its position: its last database read,
+    /// or its last events handed over without a gap (an event another process committed
+    /// before them would have been a gap). The poll for other processes' commits counts from
+    /// here, so a stream that is handed events steadily does not poll.
     last_read: Instant,
     /// The `id` of the last event sent, for the `end` event.
     last_id: Option<String>,
@@ -195,6 +199,7 @@ impl<C: Clone + Send + 'static> State<C> {
         match take(&self.stream.after, &self.wake.wake.borrow_and_update()) {
             Taken::Nothing => Some(Vec::new()),
             Taken::Next(batch) => {
+                self.last_read = Instant::now();
                 let streams = &self.stream.slot.streams;
                 streams.sent_handed.inc_by(batch.len() as u64);
                 Some(batch)
