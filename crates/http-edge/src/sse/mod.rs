@@ -181,12 +181,13 @@ impl<C: Clone + Send + 'static> State<C> {
             .await;
         match &batch {
             Ok(events) if events.is_empty() => self.look = Look::Handed,
-            Ok(events) => self
-                .stream
-                .slot
-                .streams
-                .sent_read
-                .inc_by(events.len() as u64),
+            // More may follow (a full batch, another process's burst): read on until a read
+            // finds nothing, whatever was handed over meanwhile.
+            Ok(events) => {
+                self.look = Look::Database;
+                let streams = &self.stream.slot.streams;
+                streams.sent_read.inc_by(events.len() as u64);
+            }
             Err(_) => {}
         }
         batch
