@@ -149,7 +149,22 @@ DESIGN = """## Why a list costs what its page costs
   statements of a fixed text; a lone event is now a single-row insert). A/B on PostgreSQL,
   release build, autogroup off, alternating servers: `POST /accounts` went from 0.57–0.62× to
   0.71–0.75× of `POST /notes` (3.8–4.0k to 4.6–5.0k req/s); an append alone in its batch takes
-  the prepared statement too.
+  the prepared statement too. The next full run still had it at 0.55× of `POST /users`: five
+  round trips, a commit, the counter trigger and the event's checks per account. The same
+  transaction replayed by `pgbench` (16 clients, no service in between) ran at 0.49× of the
+  `POST /users` transaction, so the gap was the database's work, not the service's; four
+  openings in one transaction ran at 4× the openings per second. Openings now go through the
+  ledger's group commit (`ledger::service::open_batch`: one multi-row insert of the accounts,
+  one of their events, one of their audit rows, per batch). A/B on 2026-11-27, fresh databases,
+  `wrk -c16 -d5s`: `POST /accounts` against `POST /users` 0.62× → 1.09× on PostgreSQL
+  (2.5k → 5.0k req/s), 0.65× → 0.83× on SQLite. Appends' audit rows are one insert per batch too
+  (PostgreSQL appends to 100 accounts 4.5k → 5.8k req/s in the same A/B). On PostgreSQL the
+  fastest create is now this batched route, and the routes that still commit one request per
+  transaction (every other write route) fall below 0.7× of it: their one-at-a-time rate is
+  what PostgreSQL gives a transaction each on this machine (about 3.3–4.7k req/s). Sending them
+  through a shared transaction too, as SQLite's writes go, is the next step; on PostgreSQL it
+  needs a retry for a job that meets a deadlock with another batch (two batches holding row
+  locks until their commits can wait on each other, where two single-row transactions cannot).
 - **Recording metrics costs the point read little.** The run measures `GET /notes/{id}` again
   on a second server over the same data with `METRICS=false` (the ratios above). Measured on
   2026-11-27 apart from a full run (release build, SQLite, 10,000 notes, `wrk -t1 -c16 -d5s`,
@@ -170,13 +185,23 @@ DESIGN = """## Why a list costs what its page costs
   appends' flushes (10 endpoints 0.43×; its writes now share a group commit that does not wait
   for the flush, since a lost position only means a delivery sent again, and a round of
   deliveries starts at most every 20 ms so that it carries several events); and its sending
-  competed for the CPU (its thread now runs at nice 19). 10 endpoints went from 0.43× to
+  competed for the CPU (its thread now runs at nice 19; since this run its blocking threads,
+  which only read, run at nice 19 too, and a round's attempts are logged by one multi-row
+  insert). 10 endpoints went from 0.43× to
   0.51–0.57×, 1 endpoint from 0.68× to 0.73–0.74×; on PostgreSQL 1.02×, 0.77× and streams
   0.80× (the previous full run: SQLite 0.77×, 0.54×, 0.72×; PostgreSQL 0.89×, 0.88×, 0.78×; this one, on a faster host and with two PostgreSQL writers, in the ratios below). What
   remains is the work itself on two shared cores: ten signed `POST`s per append
-  cost more CPU than the append, each attempt is a row in the delivery log, and each event is
-  read and written once per stream that follows it. The stream gap grew on PostgreSQL once
-  appends ran faster (two writers): the same stream work per event against a shorter append. With `synchronous=normal` the same runs
+  cost more CPU than the append, and each attempt is a row in the delivery log (with ten
+  endpoints, ten log rows per event: more rows than the appends write). Without the log rows
+  (a test build) 10 endpoints gave 0.77–0.78× on PostgreSQL against 0.70–0.87× with them, and
+  the receiver took a quarter more deliveries: the dispatcher uses what it is left, and a
+  cheaper delivery only means more deliveries in the same time. Streams read each event back
+  once per stream that follows it (0.69× on SQLite, 0.67× on PostgreSQL in the previous full
+  run); a commit now hands its event to the streams of its account, a caught-up stream sends
+  it as handed over and reads the database only on a gap (`http_edge::sse`, docs/events.md).
+  A/B on 2026-11-27 (alternating binaries, `wrk -c16 -d5s`): 100 open streams 0.72× → 0.85×
+  of none on SQLite, 0.51–0.54× → 0.67–0.72× on PostgreSQL, and 0.85–0.91× once a stream handed
+  events steadily stopped polling the table too; this run's ratios are below. With `synchronous=normal` the same runs
   gave 0.84× (10 endpoints) and 0.71× (streams): under `synchronous=FULL` SQLite's appends are
   bound by the latency of their flushes, which the log rows' extra WAL makes longer. The
   time from an append to its arrival is measured at 200 appends a second: a stream's p50 is a
