@@ -261,35 +261,47 @@ async fn bad_positions_and_unknown_accounts_are_refused_before_streaming(app: Te
     }
 }
 
-/// Two servers on one database: a stream on the first follows events committed through the
-/// second, which wakes nobody here (the poll finds them).
-async fn a_second_server_on_the_same_database_wakes_the_stream(backend: Backend) {
-    let Some(app) = TestApp::spawn_with(backend, |s| {
-        s.event_streams.poll = Duration::from_millis(100);
-    })
-    .await
-    else {
-        return eprintln!("TEST_POSTGRES_URL not set: skipped");
-    };
+/// A test app whose streams poll every `poll`, and a second server on its database: its base
+/// URL and its handle (to stop it). `None` when the backend cannot be had.
+async fn two_servers(
+    backend: Backend,
+    poll: Duration,
+) -> Option<(TestApp, String, actix_web::dev::ServerHandle)> {
+    let app = TestApp::spawn_with(backend, move |s| s.event_streams.poll = poll).await?;
     let other = server::Application::build(test_settings(&app.db))
         .await
         .unwrap();
-    let other_base = format!("http://127.0.0.1:{}", other.port());
+    let base = format!("http://127.0.0.1:{}", other.port());
     let handle = other.handle();
     tokio::spawn(other.run_until_stopped());
+    Some((app, base, handle))
+}
+
+/// Deposits `amount_cents` to `account` through the server at `base`.
+async fn deposit_at(app: &TestApp, base: &str, account: &str, amount_cents: i64) {
+    let res = app
+        .client
+        .post(format!("{base}/accounts/{account}/events"))
+        .json(&json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": amount_cents}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+}
+
+/// Two servers on one database: a stream on the first follows events committed through the
+/// second, which wakes nobody here (the poll finds them).
+async fn a_second_server_on_the_same_database_wakes_the_stream(backend: Backend) {
+    let Some((app, other_base, handle)) = two_servers(backend, Duration::from_millis(100)).await
+    else {
+        return eprintln!("TEST_POSTGRES_URL not set: skipped");
+    };
     app.open_account("ann", "Ann").await;
     let mut stream = Sse::open(&app, "/accounts/ann/events/stream", None).await;
     let mut feed = Sse::open(&app, "/events/stream", None).await;
     assert_eq!(sequences(&stream.events(1).await), [1]);
     feed.events(1).await;
-    let res = app
-        .client
-        .post(format!("{other_base}/accounts/ann/events"))
-        .json(&json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 9}}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::CREATED);
+    deposit_at(&app, &other_base, "ann", 9).await;
     assert_eq!(sequences(&stream.events(1).await), [2]);
     assert_eq!(sequences(&feed.events(1).await), [2]);
     handle.stop(false).await;
@@ -308,19 +320,10 @@ async fn sent(app: &TestApp) -> (f64, f64) {
 /// event, or events whose hand-overs crossed. What it sends is what the database holds, byte
 /// for byte, every event once and in order. The poll is a minute, so nothing here is polled.
 async fn a_caught_up_stream_is_handed_each_event_and_reads_only_what_it_missed(backend: Backend) {
-    let Some(app) = TestApp::spawn_with(backend, |s| {
-        s.event_streams.poll = Duration::from_secs(60);
-    })
-    .await
+    let Some((app, other_base, handle)) = two_servers(backend, Duration::from_secs(60)).await
     else {
         return eprintln!("TEST_POSTGRES_URL not set: skipped");
     };
-    let other = server::Application::build(test_settings(&app.db))
-        .await
-        .unwrap();
-    let other_base = format!("http://127.0.0.1:{}", other.port());
-    let handle = other.handle();
-    tokio::spawn(other.run_until_stopped());
     app.open_account("ann", "Ann").await;
     let mut stream = Sse::open(&app, "/accounts/ann/events/stream", None).await;
     let mut live = stream.events(1).await;
@@ -338,14 +341,7 @@ async fn a_caught_up_stream_is_handed_each_event_and_reads_only_what_it_missed(b
     );
 
     // Another server's event is never handed over here: the next one here shows the gap.
-    let res = app
-        .client
-        .post(format!("{other_base}/accounts/ann/events"))
-        .json(&json!({"event_type": "MoneyDeposited", "payload": {"amount_cents": 9}}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::CREATED);
+    deposit_at(&app, &other_base, "ann", 9).await;
     app.deposit("ann", 11).await;
     live.extend(stream.events(2).await);
     assert!(

@@ -2,7 +2,6 @@
 
 use std::borrow::Borrow;
 
-use diesel::Connection;
 use storage::DbConnection;
 
 use ownership::Actor;
@@ -12,7 +11,7 @@ use crate::{AccountState, AppendEvent, CallerKey, Error, Event, Fact, is_valid_a
 
 use super::Recorded;
 use super::open::{Open, open_batch};
-use super::retry::{TxError, finish, key_error, stored_replay, with_retries};
+use super::retry::{TxError, in_one_transaction, key_error, stored_replay};
 
 /// Group commit for appends and openings ([`storage::GroupCommit`] running [`append_batch`]
 /// and [`open_batch`]): one per process, shared by every request. Appends to one account are
@@ -55,9 +54,9 @@ impl Appender {
     }
 }
 
-/// A batch of the group commit: its openings in one transaction, then its appends in another
-/// (a batch holds jobs sent at the same time, so either order is one they could have run in);
-/// the outcomes in the order of the jobs.
+/// A batch of the group commit: its openings, then its appends, each kind in a savepoint of the
+/// batch's transaction (a batch holds jobs sent at the same time, so either order is one they
+/// could have run in); the outcomes in the order of the jobs.
 fn run_batch(conn: &mut DbConnection, jobs: Vec<Job>) -> Vec<Result<Recorded, Error>> {
     let (mut opens, mut appends, mut order) = (Vec::new(), Vec::new(), Vec::new());
     for job in jobs {
@@ -140,18 +139,7 @@ pub fn append_batch<A: Borrow<Append>>(
     conn: &mut DbConnection,
     batch: &[A],
 ) -> Vec<Result<Recorded, Error>> {
-    match with_retries(|| conn.transaction(|c| attempt_batch(c, batch))) {
-        Ok(outcomes) => outcomes,
-        Err(TxError::Fail(Error::Busy { last })) => batch
-            .iter()
-            .map(|_| Err(Error::Busy { last: last.clone() }))
-            .collect(),
-        Err(e) if batch.len() == 1 => vec![finish(Err(e))],
-        Err(_) => batch
-            .iter()
-            .flat_map(|one| append_batch(conn, std::slice::from_ref(one)))
-            .collect(),
-    }
+    in_one_transaction(conn, batch, attempt_batch::<A>)
 }
 
 /// What a command of a batch comes to, before the batch's rows are written.

@@ -11,7 +11,9 @@ use crate::{AccountState, CallerKey, Change, Error, Event, EventType, Fact, Open
 
 use super::Recorded;
 use super::append::new_key;
-use super::retry::{TxError, earlier, finish, key_error, stored_replay, with_retries};
+use super::retry::{
+    TxError, earlier, finish, in_one_transaction, key_error, stored_replay, with_retries,
+};
 
 /// One account to open in a batch ([`super::Appender::open`]): `input`, optionally under a
 /// caller's idempotency key, recording `audit` with it when given.
@@ -35,18 +37,7 @@ pub fn open_batch<O: Borrow<Open>>(
     conn: &mut DbConnection,
     batch: &[O],
 ) -> Vec<Result<Recorded, Error>> {
-    match with_retries(|| conn.transaction(|c| attempt_opens(c, batch))) {
-        Ok(outcomes) => outcomes,
-        Err(TxError::Fail(Error::Busy { last })) => batch
-            .iter()
-            .map(|_| Err(Error::Busy { last: last.clone() }))
-            .collect(),
-        Err(e) if batch.len() == 1 => vec![finish(Err(e))],
-        Err(_) => batch
-            .iter()
-            .flat_map(|one| open_batch(conn, std::slice::from_ref(one)))
-            .collect(),
-    }
+    in_one_transaction(conn, batch, attempt_opens::<O>)
 }
 
 /// What a job of a batch comes to before the accounts are written.
@@ -97,11 +88,13 @@ fn attempt_opens<O: Borrow<Open>>(
         plans.push(plan);
     }
 
-    // The first statement writes, so on SQLite it waits for the write lock.
-    let rows: Vec<_> = fresh
+    // In id order, as appends lock their accounts: two batches opening the same ids at once
+    // (two writers, two servers) then wait for each other in one order, never in a circle.
+    let mut rows: Vec<_> = fresh
         .iter()
         .map(|(job, state)| (job.input.account_id.as_str(), state, job.input.owner_id))
         .collect();
+    rows.sort_unstable_by_key(|(id, _, _)| *id);
     let inserted: HashSet<String> = repo::insert_accounts(c, &rows)?.into_iter().collect();
     let payloads: Vec<serde_json::Map<String, serde_json::Value>> = fresh
         .iter()

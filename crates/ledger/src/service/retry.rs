@@ -122,6 +122,33 @@ pub(super) fn stored_replay(
     })
 }
 
+/// What a batch comes to in one transaction: an outcome per job, in the batch's order.
+type BatchOutcomes = Result<Vec<Result<Recorded, Error>>, TxError>;
+
+/// Runs `attempt` over `batch` in one transaction, retried while the database reports
+/// contention; the outcomes in the order of the batch. A batch that fails for another reason (a
+/// storage error) is run again one job per transaction, so that one bad job cannot fail its
+/// neighbours.
+pub(super) fn in_one_transaction<J>(
+    conn: &mut DbConnection,
+    batch: &[J],
+    attempt: fn(&mut DbConnection, &[J]) -> BatchOutcomes,
+) -> Vec<Result<Recorded, Error>> {
+    use diesel::Connection;
+    match with_retries(|| conn.transaction(|c| attempt(c, batch))) {
+        Ok(outcomes) => outcomes,
+        Err(TxError::Fail(Error::Busy { last })) => batch
+            .iter()
+            .map(|_| Err(Error::Busy { last: last.clone() }))
+            .collect(),
+        Err(e) if batch.len() == 1 => vec![finish(Err(e))],
+        Err(_) => batch
+            .iter()
+            .flat_map(|one| in_one_transaction(conn, std::slice::from_ref(one), attempt))
+            .collect(),
+    }
+}
+
 /// The answer of a single-command write: a replay is the earlier event.
 pub(super) fn finish(outcome: Result<Recorded, TxError>) -> Result<Recorded, Error> {
     match outcome {
