@@ -126,7 +126,7 @@ impl KeyedCreate {
         create: F,
     ) -> Result<Created<T>, ApiError>
     where
-        F: FnOnce(&mut DbConnection) -> Result<T, E> + Send + 'static,
+        F: Fn(&mut DbConnection) -> Result<T, E> + Send + 'static,
         T: Serialize + Addressable + Send + 'static,
         E: std::error::Error + ToProblem + From<diesel::result::Error> + Send + 'static,
     {
@@ -149,7 +149,7 @@ impl KeyedCreate {
         let stamp = self.expiry.stamp();
         let outcome = db
             .write_recorded(
-                move |c| idempotency::once(c, &keyed, &stamp, fresh),
+                move |c| idempotency::once(c, &keyed, &stamp, &fresh),
                 |o: &Outcome| match o.replayed {
                     true => Wrote::Nothing,
                     false => made_at(&o.answer),

@@ -80,6 +80,21 @@ impl Fault {
         })
     }
 
+    /// Whether `err` (or an error in its source chain) is PostgreSQL ending a statement to
+    /// break a deadlock or a serialization conflict: its transaction (or savepoint) did nothing,
+    /// and running the same work again may succeed. A lock timeout is not one: that work has
+    /// already waited as long as it may.
+    pub fn is_conflict(err: &(dyn std::error::Error + 'static)) -> bool {
+        sources(err).any(|e| match e.downcast_ref::<DieselError>() {
+            Some(DieselError::DatabaseError(Kind::SerializationFailure, _)) => true,
+            Some(DieselError::DatabaseError(_, info)) => {
+                let m = info.message().to_ascii_lowercase();
+                m.contains("deadlock detected") || m.contains("could not serialize")
+            }
+            _ => false,
+        })
+    }
+
     /// The connection that reported this fault must not serve another request: a SQLite
     /// connection opened while the file was read-only stays read-only, one that saw an I/O error
     /// may hold a stale view of replaced files, a PostgreSQL connection that was cut is dead.
@@ -292,6 +307,23 @@ mod tests {
             "the message decides for kinds that do not"
         );
         assert_eq!(Fault::of(&DieselError::NotFound), None);
+    }
+
+    #[test]
+    fn a_deadlock_or_serialization_failure_is_a_conflict_a_lock_timeout_is_not() {
+        let conflict = |e: DieselError| Fault::is_conflict(&Domain::from(e));
+        assert!(conflict(db(Kind::Unknown, "deadlock detected")));
+        assert!(conflict(db(Kind::SerializationFailure, "x")));
+        assert!(conflict(db(
+            Kind::Unknown,
+            "could not serialize access due to concurrent update"
+        )));
+        assert!(!conflict(db(
+            Kind::Unknown,
+            "canceling statement due to lock timeout"
+        )));
+        assert!(!conflict(db(Kind::UniqueViolation, "duplicate key value")));
+        assert!(!conflict(DieselError::NotFound));
     }
 
     #[derive(Debug, thiserror::Error)]

@@ -82,17 +82,20 @@ impl<J: Send + 'static, R: Outcome + Send + 'static> GroupCommit<J, R> {
         run: RunBatch<J, R>,
         failed: fn(StoreError) -> R,
     ) -> Self {
-        Self::with_durability(name, store, run, failed, Durability::Flushed)
+        Self::with_durability(name, store, run, failed, Durability::Flushed, MAX_BATCH)
     }
 
-    /// [`GroupCommit::new`] with the given [`Durability`].
+    /// [`GroupCommit::new`] with the given [`Durability`], at most `max_batch` jobs (at least
+    /// one, at most [`MAX_BATCH`]) per transaction.
     pub fn with_durability(
         name: &'static str,
         store: Store,
         run: RunBatch<J, R>,
         failed: fn(StoreError) -> R,
         durability: Durability,
+        max_batch: usize,
     ) -> Self {
+        let max_batch = max_batch.clamp(1, MAX_BATCH);
         let (jobs, queue) = mpsc::channel();
         let deadline = store.timeouts().answer;
         let queue = Arc::new(Mutex::new(queue));
@@ -108,6 +111,7 @@ impl<J: Send + 'static, R: Outcome + Send + 'static> GroupCommit<J, R> {
             let writer = Writer {
                 name,
                 durability,
+                max_batch,
                 store: store.clone(),
                 run,
                 failed,
@@ -129,8 +133,14 @@ impl<J: Send + 'static, R: Outcome + Send + 'static> GroupCommit<J, R> {
     /// with a `Timeout` fault when no answer came within the deadline: the database did not
     /// answer, and the job may still be carried out when it does (the caller cannot know).
     pub async fn submit(&self, job: J) -> R {
+        self.submit_until(job, Instant::now() + self.deadline).await
+    }
+
+    /// [`GroupCommit::submit`] with its own deadline: for a caller that submits more than once
+    /// for one answer and must keep to one deadline in all.
+    pub async fn submit_until(&self, job: J, deadline: Instant) -> R {
         match self.enqueue(job) {
-            Ok(answer) => match tokio::time::timeout(self.deadline, answer).await {
+            Ok(answer) => match tokio::time::timeout_at(deadline.into(), answer).await {
                 Ok(answer) => answer.unwrap_or_else(|_| self.writer_gone()),
                 Err(_) => (self.failed)(StoreError::new(
                     Fault::Timeout,
@@ -157,6 +167,11 @@ impl<J: Send + 'static, R: Outcome + Send + 'static> GroupCommit<J, R> {
             .send((job, tx, Instant::now()))
             .map(|()| rx)
             .map_err(|_| self.writer_gone())
+    }
+
+    /// The most a caller waits for its answer (`Timeouts::answer`).
+    pub fn deadline(&self) -> Duration {
+        self.deadline
     }
 
     fn writer_gone(&self) -> R {
@@ -205,6 +220,7 @@ pub enum Durability {
 struct Writer<J, R> {
     name: &'static str,
     durability: Durability,
+    max_batch: usize,
     store: Store,
     run: RunBatch<J, R>,
     failed: fn(StoreError) -> R,
@@ -242,7 +258,7 @@ impl<J, R: Outcome> Writer<J, R> {
                 }
             };
             let mut batch = vec![first];
-            while batch.len() < MAX_BATCH {
+            while batch.len() < self.max_batch {
                 match queue.try_recv() {
                     Ok(next) => batch.push(next),
                     Err(_) => break,

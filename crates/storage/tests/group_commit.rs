@@ -225,6 +225,7 @@ fn an_unflushed_writer_gives_its_connection_back_flushing() {
             durabilities,
             Err,
             Durability::Unflushed,
+            storage::group_commit::MAX_BATCH,
         );
         assert_eq!(gc.submit_blocking(()).unwrap(), unflushed);
         let mut conn = pool
@@ -265,6 +266,7 @@ fn an_unflushed_writer_that_cannot_begin_leaves_no_unflushed_connection() {
         durabilities,
         Err,
         Durability::Unflushed,
+        storage::group_commit::MAX_BATCH,
     );
     assert_eq!(gc.submit_blocking(()).unwrap_err().fault, Fault::Busy);
     let mut conn = store

@@ -201,3 +201,82 @@ fn a_dead_postgres_connection_is_replaced_before_the_write_begins() {
         .execute(&mut outside)
         .unwrap();
 }
+
+/// `UPDATE pair SET n = n + 1 WHERE id = …` (the row lock a write takes).
+fn bump(c: &mut DbConnection, id: i64) -> Result<(), diesel::result::Error> {
+    diesel::sql_query(format!("UPDATE pair SET n = n + 1 WHERE id = {id}"))
+        .execute(c)
+        .map(drop)
+}
+
+/// Two writes in two batches of PostgreSQL's two writers lock two rows in opposite orders:
+/// each holds one and waits for the other. PostgreSQL breaks the deadlock by failing one of
+/// them; that write's savepoint rolls back alone, and the queue runs it again in a later
+/// batch: both succeed, each change counted once.
+#[test]
+fn a_write_that_two_batches_deadlock_runs_again_and_both_commit() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, mpsc};
+    use std::time::Duration;
+    let Ok(admin) = std::env::var("TEST_POSTGRES_URL") else {
+        eprintln!("TEST_POSTGRES_URL not set: skipped (SQLite has one writer and no deadlock)");
+        return;
+    };
+    let db = storage::testing::TestDatabase::create(storage::Backend::Postgres, Some(&admin))
+        .unwrap()
+        .unwrap();
+    let store = Store::open(Database::parse(&db.url).unwrap(), 8).unwrap();
+    store
+        .checkout()
+        .unwrap()
+        .batch_execute(
+            "CREATE TABLE pair (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); \
+             INSERT INTO pair VALUES (1, 0), (2, 0);",
+        )
+        .unwrap();
+    let queue = Arc::new(WriteQueue::new(store.clone()));
+    let runs = Arc::new(AtomicUsize::new(0));
+    // Each write, on its first run, locks its first row, says so, and waits (bounded: were the
+    // two ever in one batch, the second could not run before the first ended) for the other's
+    // word before it locks its second row.
+    let write = |first: i64, second: i64, tell: mpsc::Sender<()>, hear: mpsc::Receiver<()>| {
+        let (runs, hear) = (runs.clone(), std::sync::Mutex::new(hear));
+        move |c: &mut DbConnection| {
+            let run = runs.fetch_add(1, Ordering::SeqCst);
+            bump(c, first)?;
+            if run < 2 {
+                let _ = tell.send(());
+                let _ = hear.lock().unwrap().recv_timeout(Duration::from_secs(10));
+            }
+            bump(c, second)
+        }
+    };
+    let (tell_a, hear_a) = mpsc::channel();
+    let (tell_b, hear_b) = mpsc::channel();
+    let (a, b) = (write(1, 2, tell_a, hear_b), write(2, 1, tell_b, hear_a));
+    // b is queued once a runs: a's writer has taken its batch, so b's batch is the other
+    // writer's.
+    let outcomes = std::thread::scope(|s| {
+        let first = s.spawn(|| queue.write_blocking(a));
+        while runs.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let second = s.spawn(|| queue.write_blocking(b));
+        [first.join().unwrap(), second.join().unwrap()]
+    });
+    for outcome in &outcomes {
+        assert!(outcome.is_ok(), "{outcome:?}");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 3, "one of the two ran again");
+    let counted: Vec<i64> = store
+        .read(|c| {
+            diesel::sql_query("SELECT n AS id FROM pair ORDER BY id")
+                .load::<Id>(c)
+                .map(|rows| rows.into_iter().map(|r| r.id).collect())
+        })
+        .map_err(|_| "read failed")
+        .unwrap();
+    assert_eq!(counted, vec![2, 2], "each write counted once");
+    drop(queue);
+    drop(store);
+}

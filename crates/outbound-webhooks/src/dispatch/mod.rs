@@ -295,7 +295,7 @@ impl Inner {
 
     async fn write<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut DbConnection) -> Result<T, Error> + Send + 'static,
+        f: impl Fn(&mut DbConnection) -> Result<T, Error> + Send + 'static,
     ) -> Result<T, String> {
         self.writes.write(f).await.map_err(say)
     }
