@@ -10,7 +10,71 @@ api_tests!(
     comment_of_another_note_is_404,
     deleting_a_note_deletes_its_comments,
     comment_validation_and_paging,
+    concurrent_comments_and_edits_of_the_same_notes_all_land,
 );
+
+/// Writes share transactions (group commit; on PostgreSQL two batches at once): comments and
+/// edits on the same three notes, all at once, lock the same note rows and comment counters
+/// from many batches in every order. Every one lands, once.
+async fn concurrent_comments_and_edits_of_the_same_notes_all_land(app: TestApp) {
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        ids.push(
+            app.create_note(&format!("n{n}"), "b").await["id"]
+                .as_i64()
+                .unwrap(),
+        );
+    }
+    // 40 clients (under the per-client connection cap), three requests each.
+    let tasks: Vec<_> = (0..40)
+        .map(|t| {
+            let (client, base, ids) = (app.client.clone(), app.url(""), ids.clone());
+            tokio::spawn(async move {
+                for i in t * 3..t * 3 + 3 {
+                    let id = ids[i % 3];
+                    let res = match i % 2 {
+                        0 => client
+                            .post(format!("{base}/notes/{id}/comments"))
+                            .json(&json!({"body": format!("c{i}")})),
+                        _ => client
+                            .put(format!("{base}/notes/{id}"))
+                            .json(&json!({"title": format!("t{i}"), "body": "e"})),
+                    }
+                    .send()
+                    .await
+                    .unwrap();
+                    assert!(res.status().is_success(), "{}", res.status());
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    for (n, id) in ids.iter().enumerate() {
+        let list = json(
+            app.get(&format!("/notes/{id}/comments?limit=100")).await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(list["total"], 20, "note {n}");
+        let mut bodies: Vec<String> = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["body"].as_str().unwrap().to_owned())
+            .collect();
+        bodies.sort();
+        let mut want: Vec<String> = (0..120)
+            .filter(|i| i % 3 == n && i % 2 == 0)
+            .map(|i| format!("c{i}"))
+            .collect();
+        want.sort();
+        assert_eq!(bodies, want, "note {n}: each comment once");
+        let note = json(app.get(&format!("/notes/{id}")).await, StatusCode::OK).await;
+        assert_eq!(note["body"], "e");
+    }
+}
 
 async fn comment_crud(app: TestApp) {
     let note = app.create_note("n", "b").await;
