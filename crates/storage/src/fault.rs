@@ -232,10 +232,10 @@ impl<E> From<StoreError> for Failure<E> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
+/// A database error as the driver reports one (`kind`, `message`), for tests of how errors
+/// are classified, here and in the crates that retry on them.
+#[cfg(any(test, feature = "testing"))]
+pub fn database_error(kind: Kind, message: &'static str) -> DieselError {
     struct Info(&'static str);
     impl diesel::result::DatabaseErrorInformation for Info {
         fn message(&self) -> &str {
@@ -260,9 +260,15 @@ mod tests {
             None
         }
     }
+    DieselError::DatabaseError(kind, Box::new(Info(message)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     fn db(kind: Kind, message: &'static str) -> DieselError {
-        DieselError::DatabaseError(kind, Box::new(Info(message)))
+        database_error(kind, message)
     }
 
     #[test]

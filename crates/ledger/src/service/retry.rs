@@ -34,22 +34,22 @@ impl From<diesel::result::Error> for TxError {
     }
 }
 
-/// Lock contention or a serialization failure: the transaction did nothing and may be retried.
+/// Lock contention (SQLite's busy lock) or PostgreSQL's deadlock and serialization failures
+/// (`storage::Fault::is_conflict`): the transaction did nothing and may be retried.
 pub fn is_transient(e: &diesel::result::Error) -> bool {
-    use diesel::result::{DatabaseErrorKind as Kind, Error as E};
+    use diesel::result::Error as E;
     match e {
-        E::DatabaseError(Kind::SerializationFailure, _) => true,
-        E::DatabaseError(_, info) => {
-            let m = info.message().to_ascii_lowercase();
-            m.contains("database is locked")
-                || m.contains("database table is locked")
-                || m.contains("database is busy")
-                || m.contains("deadlock detected")
-                || m.contains("could not serialize")
-        }
+        E::DatabaseError(_, info) if sqlite_busy(info.message()) => true,
         E::RollbackErrorOnCommit { commit_error, .. } => is_transient(commit_error),
-        _ => false,
+        _ => storage::Fault::is_conflict(e),
     }
+}
+
+fn sqlite_busy(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("database is locked")
+        || m.contains("database table is locked")
+        || m.contains("database is busy")
 }
 
 /// Runs `attempt` until it succeeds, fails for a reason other than contention, or
@@ -159,5 +159,30 @@ pub(super) fn finish(outcome: Result<Recorded, TxError>) -> Result<Recorded, Err
         }),
         Err(TxError::Fail(e)) => Err(e),
         Err(TxError::KeyRace(e)) => Err(Error::Storage(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use diesel::result::{DatabaseErrorKind as Kind, Error as E};
+    use storage::fault::database_error as db;
+
+    use super::is_transient;
+
+    #[test]
+    fn contention_is_transient_and_nothing_else() {
+        assert!(is_transient(&db(Kind::Unknown, "database is locked")));
+        assert!(is_transient(&db(Kind::Unknown, "deadlock detected")));
+        assert!(is_transient(&db(Kind::SerializationFailure, "x")));
+        assert!(is_transient(&E::RollbackErrorOnCommit {
+            rollback_error: Box::new(E::BrokenTransactionManager),
+            commit_error: Box::new(db(Kind::Unknown, "could not serialize access")),
+        }));
+        assert!(!is_transient(&db(
+            Kind::Unknown,
+            "canceling statement due to lock timeout"
+        )));
+        assert!(!is_transient(&db(Kind::UniqueViolation, "duplicate key")));
+        assert!(!is_transient(&E::NotFound));
     }
 }
