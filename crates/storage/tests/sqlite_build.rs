@@ -25,6 +25,27 @@ fn the_bundled_sqlite_keeps_query_plans_stable() {
     );
 }
 
+/// The statement journal (every savepoint's copy of the pages it changes) stays in memory up to
+/// 4 MiB: at SQLite's default of 64 KiB a group-commit batch of a few webhook deliveries wrote
+/// it to a temporary file, opened and closed under the write lock on every batch.
+#[test]
+fn the_bundled_sqlite_keeps_statement_journals_in_memory() {
+    let mut conn = Database::parse(":memory:").unwrap().establish().unwrap();
+    let options: Vec<CompileOption> = diesel::sql_query("PRAGMA compile_options")
+        .load(&mut conn)
+        .unwrap();
+    assert!(
+        options
+            .iter()
+            .any(|o| o.compile_options == "STMTJRNL_SPILL=4194304"),
+        "SQLite was built with another statement journal spill threshold: {:?}",
+        options
+            .iter()
+            .map(|o| &o.compile_options)
+            .collect::<Vec<_>>()
+    );
+}
+
 #[derive(diesel::QueryableByName)]
 struct CacheSize {
     #[diesel(sql_type = diesel::sql_types::BigInt)]
