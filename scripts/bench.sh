@@ -259,22 +259,43 @@ bench_backend() { # backend database_url seed_target
 
 bench_backend sqlite "sqlite://$work/bench.db" "$work/bench.db"
 
-# The cost of durability (synchronous=FULL, the default) in the same run: the write routes again
-# on a fresh SQLite file with SQLITE_SYNCHRONOUS=normal (the documented opt-out).
-bench_sqlite_normal() {
-  echo "== sqlite, synchronous=normal"
+# The cost of durability (synchronous=FULL, the default) in the same run: two servers on two
+# fresh SQLite files set up alike, one with SQLITE_SYNCHRONOUS=normal (the documented opt-out),
+# and each write route run on the one and then at once on the other, so that the ratio compares
+# neighbouring seconds on the same kind of file (the main section's FULL rows ran minutes
+# earlier, on a database the other routes had written to).
+bench_sqlite_durability() {
+  echo "== sqlite, synchronous=FULL against synchronous=normal"
+  local full normal pids=()
+  start_server "$(free_port)" "$work/sqlite-full.log" DATABASE_URL="sqlite://$work/full.db"
+  full=$BASE; pids+=("$SERVER_PID")
   start_server "$(free_port)" "$work/sqlite-normal.log" \
     DATABASE_URL="sqlite://$work/normal.db" SQLITE_SYNCHRONOUS=normal
-  local pid=$SERVER_PID base=$BASE
+  normal=$BASE; pids+=("$SERVER_PID")
+  seed_notes sqlite "$work/full.db"
   seed_notes sqlite "$work/normal.db"
-  load sqlite "POST /notes (synchronous=normal)" "$base/notes" scripts/bench/post_note.lua
-  open_bench_accounts "$base"
-  ACCOUNTS=100 load sqlite "POST /accounts/{id}/events (100 accounts, synchronous=normal)" "$base" scripts/bench/append_event.lua
-  python3 scripts/bench/webhook_pool.py --secret "$WEBHOOK_SECRET" --count $((DURATION * 40000)) --out "$work/pool-normal"
-  WEBHOOK_POOL="$work/pool-normal" load sqlite "POST /webhook (1 KB, signed, synchronous=normal)" "$base/webhook" scripts/bench/post_webhook.lua
-  stop_server "$pid"
+  open_bench_accounts "$full"
+  open_bench_accounts "$normal"
+  local mode base
+  for mode in FULL normal; do
+    if [ "$mode" = FULL ]; then base=$full; else base=$normal; fi
+    load sqlite "POST /notes (synchronous=$mode)" "$base/notes" scripts/bench/post_note.lua
+  done
+  for mode in FULL normal; do
+    if [ "$mode" = FULL ]; then base=$full; else base=$normal; fi
+    ACCOUNTS=100 load sqlite "POST /accounts/{id}/events (100 accounts, synchronous=$mode)" "$base" scripts/bench/append_event.lua
+  done
+  # One pool serves both servers (two databases: no delivery is a replay on either), signed
+  # just before the pair of runs.
+  python3 scripts/bench/webhook_pool.py --secret "$WEBHOOK_SECRET" --count $((DURATION * 40000)) --out "$work/pool-durability"
+  for mode in FULL normal; do
+    if [ "$mode" = FULL ]; then base=$full; else base=$normal; fi
+    WEBHOOK_POOL="$work/pool-durability" load sqlite "POST /webhook (1 KB, signed, synchronous=$mode)" "$base/webhook" scripts/bench/post_webhook.lua
+  done
+  stop_server "${pids[0]}"
+  stop_server "${pids[1]}"
 }
-bench_sqlite_normal
+bench_sqlite_durability
 
 if [ -n "$PG_ADMIN" ] && pg_isready -h 127.0.0.1 -q 2>/dev/null; then
   create_database "$PG_ADMIN" "bench_$(date +%s)"
@@ -301,8 +322,9 @@ noisy machine: compare ratios within one run rather than absolute numbers across
 
 Method: release build; {$NOTES} seeded notes; \`wrk -t1 -c$CONNS -d${DURATION}s --latency\` per route, the server
 with its default workers (one per core) on the same machine as wrk; SQLite in WAL mode
-(synchronous=FULL, the default, pool 8; the rows marked synchronous=normal ran on a second
-server with the opt-out); PostgreSQL 15 local (pool 16). The wrk scripts format their
+(synchronous=FULL, the default, pool 8; the rows marked synchronous=FULL and synchronous=normal
+ran on two fresh files set up alike, one server with the opt-out, each route on the one and then
+on the other); PostgreSQL 15 local (pool 16). The wrk scripts format their
 requests once, before the run (scripts/bench/*.lua), so wrk takes the same small share of the
 cores for every route; webhook deliveries are signed at the second they are expected to be sent
 (40,000 per second of the run, scripts/bench/webhook_pool.py), as a real sender signs. The ceiling is
