@@ -22,49 +22,37 @@ pub struct NewDelivery<'a> {
     pub manual: bool,
 }
 
-type DeliveryRow = (
-    i64,
-    i64,
-    String,
-    i64,
-    i64,
-    String,
-    Option<i64>,
-    i64,
-    Option<String>,
-    Option<i64>,
-    String,
-    bool,
-);
+/// A row of the delivery log, its columns named in table order (`d::all_columns`).
+#[derive(Queryable)]
+struct DeliveryRow {
+    id: i64,
+    endpoint_id: i64,
+    message_id: String,
+    event_id: i64,
+    attempt: i64,
+    outcome: String,
+    response_status: Option<i64>,
+    latency_ms: i64,
+    error: Option<String>,
+    next_attempt_at: Option<i64>,
+    attempted_at: String,
+    manual: bool,
+}
 
 fn delivery(row: DeliveryRow) -> Delivery {
-    let (
-        id,
-        endpoint_id,
-        message_id,
-        event_id,
-        attempt,
-        outcome,
-        status,
-        latency,
-        error,
-        next,
-        at,
-        manual,
-    ) = row;
     Delivery {
-        id,
-        endpoint_id,
-        message_id,
-        event_id,
-        attempt,
-        outcome,
-        response_status: status,
-        latency_ms: latency,
-        error,
-        next_attempt_at: next,
-        attempted_at: at,
-        manual,
+        id: row.id,
+        endpoint_id: row.endpoint_id,
+        message_id: row.message_id,
+        event_id: row.event_id,
+        attempt: row.attempt,
+        outcome: row.outcome,
+        response_status: row.response_status,
+        latency_ms: row.latency_ms,
+        error: row.error,
+        next_attempt_at: row.next_attempt_at,
+        attempted_at: row.attempted_at,
+        manual: row.manual,
     }
 }
 
