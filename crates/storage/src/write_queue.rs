@@ -20,8 +20,6 @@ use std::any::Any;
 use std::error::Error;
 use std::time::Instant;
 
-use diesel::Connection;
-
 use crate::fault::{Failure, Fault, StoreError};
 use crate::group_commit::{Durability, MAX_BATCH, Outcome};
 use crate::{Backend, DbConnection, GroupCommit, Store};
@@ -134,7 +132,7 @@ where
     T: Send + 'static,
     E: Error + From<diesel::result::Error> + Send + 'static,
 {
-    Box::new(move |c| match c.transaction(&f) {
+    Box::new(move |c| match crate::savepoint(c, &f) {
         Ok(value) => Answer::done(Ok(Box::new(value))),
         Err(e) if tries > 1 && Fault::is_conflict(&e) => Answer {
             result: Err(Box::new(e)),

@@ -3,7 +3,6 @@
 //! commit (one write-lock hand-over on SQLite, one disk flush on PostgreSQL) instead of one
 //! each. Every request is still answered only after the commit that stores its delivery.
 
-use diesel::Connection;
 use storage::{DbConnection, GroupCommit, Store};
 
 use crate::{Delivery, Error, Recorded, repo};
@@ -33,13 +32,13 @@ impl Recorder {
 fn record_all(conn: &mut DbConnection, deliveries: Vec<Delivery>) -> Vec<Result<Recorded, Error>> {
     let deliveries: Vec<&Delivery> = deliveries.iter().collect();
     // Each attempt in its own savepoint, so a refused one leaves nothing behind.
-    match conn.transaction(|c| repo::record_batch(c, &deliveries)) {
+    match storage::savepoint(conn, |c| repo::record_batch(c, &deliveries)) {
         Ok(recorded) => recorded.into_iter().map(Ok).collect(),
         Err(e) if deliveries.len() == 1 => vec![Err(e)],
         // One delivery the database refuses must not fail its neighbours: each on its own.
         Err(_) => deliveries
             .iter()
-            .map(|d| conn.transaction(|c| repo::record(c, d)))
+            .map(|d| storage::savepoint(conn, |c| repo::record(c, d)))
             .collect(),
     }
 }

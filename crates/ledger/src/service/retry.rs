@@ -134,8 +134,7 @@ pub(super) fn in_one_transaction<J>(
     batch: &[J],
     attempt: fn(&mut DbConnection, &[J]) -> BatchOutcomes,
 ) -> Vec<Result<Recorded, Error>> {
-    use diesel::Connection;
-    match with_retries(|| conn.transaction(|c| attempt(c, batch))) {
+    match with_retries(|| storage::savepoint(conn, |c| attempt(c, batch))) {
         Ok(outcomes) => outcomes,
         Err(TxError::Fail(Error::Busy { last })) => batch
             .iter()
