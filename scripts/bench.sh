@@ -54,13 +54,22 @@ trap finish EXIT
 
 peak_kib() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
+# batch_stages url: the group-commit writers' batch counters from the server's /metrics (none
+# from the bare ceiling), to tell where a write route's time went inside its writer.
+batch_stages() {
+  curl -s "$(echo "$1" | sed -E 's#^(https?://[^/]+).*#\1#')/metrics" |
+    grep -E '^db_batch_(seconds|jobs)_(sum|count)' || true
+}
+
 load() { # backend name url [lua]  (RUN_SECONDS overrides BENCH_DURATION)
   local backend=$1 name=$2 url=$3 script=${4:-}
   local file; file="$results/$(date +%s%N)__${backend}.txt"
   echo "# route: $name" > "$file"
   local args=(-t1 -c"$CONNS" -d"${RUN_SECONDS:-$DURATION}s" --latency)
   if [ -n "$script" ]; then args+=(-s "$script"); fi
+  { echo "# before"; batch_stages "$url"; } > "${file%.txt}.stages"
   wrk "${args[@]}" "$url" >> "$file"
+  { echo "# after"; batch_stages "$url"; } >> "${file%.txt}.stages"
   echo "  $name: $(grep Requests/sec "$file" | awk '{print $2}') req/s, p99 $(awk '$1 == "99%" {print $2}' "$file")"
 }
 

@@ -18,6 +18,55 @@ def parse(path: Path):
     }
 
 
+def parse_stages(path: Path):
+    """What the group-commit writers did during one run (the growth of their /metrics counters,
+    scripts/bench.sh `batch_stages`): per writer, batches, jobs and seconds by stage."""
+    snaps, cur = {}, None
+    for line in path.read_text().splitlines():
+        if line.startswith("# "):
+            cur = snaps.setdefault(line[2:], {})
+            continue
+        m = re.match(r"db_batch_(seconds|jobs)_(sum|count)\{([^}]*)\} (\S+)$", line)
+        if m and cur is not None:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(3)))
+            cur[(m.group(1), m.group(2), labels.get("writer"), labels.get("stage"))] = float(m.group(4))
+    before, after = snaps.get("before", {}), snaps.get("after", {})
+    writers = {}
+    for (kind, part, writer, stage), value in after.items():
+        grown = value - before.get((kind, part, writer, stage), 0.0)
+        w = writers.setdefault(writer, {"batches": 0.0, "jobs": 0.0, "lock": 0.0, "run": 0.0, "commit": 0.0})
+        if kind == "jobs":
+            w["batches" if part == "count" else "jobs"] += grown
+        elif part == "sum":
+            w[stage] += grown
+    return {w: s for w, s in writers.items() if s["batches"] > 0}
+
+
+def run_seconds(path: Path):
+    m = re.search(r"requests in ([\d.]+)(us|ms|s|m)\b", path.read_text())
+    if not m:
+        return None
+    return float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[m.group(2)]
+
+
+def stages_table(stages, seconds):
+    """Markdown rows: per write run, what its writers spent per batch and per write."""
+    out = ["| Route | backend | writer | writes/s | writes per batch | per batch: lock / run / commit (ms) "
+           "| writer time per write (µs) | writer busy |",
+           "|---|---|---|---|---|---|---|---|"]
+    for (name, backend), writers in stages.items():
+        secs = seconds.get((name, backend))
+        for writer, s in sorted(writers.items(), key=lambda kv: -kv[1]["jobs"]):
+            if not secs or s["jobs"] < 100:
+                continue
+            per_batch = " / ".join(f"{s[k] / s['batches'] * 1000:.2f}" for k in ("lock", "run", "commit"))
+            per_write = (s["run"] + s["commit"]) / s["jobs"] * 1e6
+            busy = (s["run"] + s["commit"]) / secs
+            out.append(f"| {name.removeprefix('writes: ')} | {backend} | {writer} | {s['jobs'] / secs:,.0f} "
+                       f"| {s['jobs'] / s['batches']:.1f} | {per_batch} | {per_write:.0f} | {busy:.2f} |")
+    return out if len(out) > 2 else []
+
+
 def millis(text):
     m = re.match(r"([\d.]+)(us|ms|s)$", text or "")
     if not m:
@@ -179,6 +228,32 @@ DESIGN = """## Why a list costs what its page costs
   them overflows and every snapshot then consults `pg_subtrans`. The cost: a write that waits on
   a row lock held outside the batch holds up its batch's other writes as long (at most
   `lock_timeout`, 2 s).
+- **Where a write's time goes is measured inside the writer.** Each group-commit batch records
+  its time by stage (`db_batch_seconds{writer,stage}`: waiting for the write lock, `BEGIN` and
+  the statements, `COMMIT` with its flush; docs/OPERATIONS.md), and the run reads the growth of
+  those counters around every write route (the table after the ratios). On 2026-12-07, fresh
+  databases, `wrk -c16 -d5s`: SQLite's one writer was busy 0.94–0.95 of every second on
+  `POST /notes` and on appends to 100 accounts, so each route runs at what its time per write
+  allows: 51 µs for a note (7.9 writes per batch, 0.19 ms of statements and 0.22 ms of
+  `COMMIT` per batch, the flush of `synchronous=FULL` about half of it) against 71 µs for an
+  append (an event row with its three indexes and the feed trigger, the projection's update
+  and the audit row: 0.26 and 0.31 ms per batch), 0.72× the rate, as wrk measured. On
+  PostgreSQL both writers were busy (1.93–1.95 of 2) and a batch's statements took three times
+  its `COMMIT`: there a write costs its round trips.
+- **A PostgreSQL write's savepoint is not released.** Each write of a batch runs in a savepoint
+  so that a refused one is undone alone; Diesel's nested transaction sent `SAVEPOINT` before
+  and `RELEASE SAVEPOINT` after it, so `POST /notes` sent four statements per write (savepoint,
+  insert, audit row, release). The `RELEASE` changes nothing the batch's `COMMIT` would not
+  (a savepoint left open is committed with its transaction; savepoints of one name nest, so a
+  `ROLLBACK TO` it still undoes only the latest write, and is released in the same round trip),
+  so `storage::savepoint` leaves it out on PostgreSQL, for route writes, webhook intake and
+  ledger batches; SQLite keeps releasing
+  (no round trip there, and an open savepoint would keep every page changed after it in the
+  statement journal). A/B on 2026-12-07 (release build, fresh PostgreSQL databases, `wrk -c16
+  -d5s`, alternating binaries, eight rounds of `POST /notes`, four of `POST /webhook`): `POST
+  /notes` 6.2–8.6k → 6.7–8.6k req/s (mean 7.1k → 7.5k), signed webhooks 9.9–10.8k → 10.7–11.1k,
+  the statements of a webhook batch 0.49–0.52 → 0.42–0.44 ms: a few percent, within this
+  machine's noise for any one run.
 - **Recording metrics costs the point read little.** The run measures `GET /notes/{id}` again
   on a second server over the same data with `METRICS=false` (the ratios above). Measured on
   2026-11-27 apart from a full run (release build, SQLite, 10,000 notes, `wrk -t1 -c16 -d5s`,
@@ -278,11 +353,14 @@ def main():
     args = parser.parse_args()
     results_dir = args.results
     meta = json.loads((results_dir / "meta.json").read_text())
-    rows = {}
+    rows, stages, seconds = {}, {}, {}
     for f in sorted(results_dir.glob("*.txt")):
         backend = f.stem.split("__", 1)[1]
         name = f.read_text().splitlines()[0].removeprefix("# route: ")
         rows.setdefault(name, {})[backend] = parse(f)
+        if f.with_suffix(".stages").exists() and (name.startswith("writes: ") or "synchronous=" in name):
+            stages[(name, backend)] = parse_stages(f.with_suffix(".stages"))
+            seconds[(name, backend)] = run_seconds(f)
     backends = ["sqlite", "postgres"]
     out = []
     out.append("| Route | " + " | ".join(f"{b} req/s | {b} p50 | {b} p99" for b in backends) + " |")
@@ -425,6 +503,17 @@ def main():
     print("Ratios within this run:")
     print()
     print("\n".join(ratios))
+    table = stages_table(stages, seconds)
+    if table:
+        print()
+        print("Inside the group-commit writers during each write run (the growth of `db_batch_jobs` and "
+              "`db_batch_seconds` in the server's /metrics): writes per batch, where a batch's time went, "
+              "the writer's time per write (run and commit over the writes) and how busy the writers "
+              "were (run and commit seconds per second of the run: SQLite has one writer, so 1.00 is "
+              "all it has; PostgreSQL two). A route whose writer is busy runs at writes per batch over "
+              "seconds per batch: the time per write is its price.")
+        print()
+        print("\n".join(table))
     memory = results_dir / "memory"
     if memory.exists():
         peaks = {}

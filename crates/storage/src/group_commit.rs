@@ -347,7 +347,9 @@ impl<J, R: Outcome> Writer<J, R> {
     /// it has been held for [`HOLD_AT_MOST`]), runs the batch, commits.
     fn run_batch(&self, held: &mut Option<Held>, jobs: Vec<J>) -> Result<Vec<R>, Refused> {
         let n = jobs.len();
+        let asked = Instant::now();
         let _lock = self.store.lock_for_write().map_err(Refused::Batch)?;
+        let locked = Instant::now();
         let previous = match held.take() {
             Some(h) if h.since.elapsed() <= HOLD_AT_MOST => Some((h.conn, h.since)),
             expired => {
@@ -365,6 +367,7 @@ impl<J, R: Outcome> Writer<J, R> {
         }
         .map_err(Refused::Begin)?;
         let answers = catch_unwind(AssertUnwindSafe(|| (self.run)(&mut conn, jobs)));
+        let ran = Instant::now();
         let mut job_fault = None;
         let outcome = match answers {
             Ok(answers) if answers.len() == n => {
@@ -385,6 +388,12 @@ impl<J, R: Outcome> Writer<J, R> {
                 Err(Failure::Store(err))
             }
         };
+        let stages = crate::observe::BatchStages {
+            lock: locked - asked,
+            run: ran - locked,
+            commit: ran.elapsed(),
+        };
+        self.store.observer().batch_stages(self.name, &stages);
         if !conn.is_discarded() {
             *held = Some(Held { conn, since });
         }

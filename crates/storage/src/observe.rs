@@ -13,6 +13,9 @@ use crate::Fault;
 pub trait Observer: Send + Sync {
     /// A group-commit `writer` (notes, ledger, webhooks) ran a batch of `jobs` jobs.
     fn batch(&self, _writer: &'static str, _jobs: usize) {}
+    /// A batch of `writer` took `stages` of its writer's time: a single writer's throughput is
+    /// its jobs per batch over the sum of the three.
+    fn batch_stages(&self, _writer: &'static str, _stages: &BatchStages) {}
     /// A job of `writer` waited `waited` in the queue before its batch began.
     fn queued(&self, _writer: &'static str, _waited: Duration) {}
     /// A connection was taken from the pool after `waited` (`ok` false: none came in time).
@@ -25,6 +28,18 @@ pub trait Observer: Send + Sync {
     /// A read that standbys could have served was served `by` one or by the primary
     /// (only with standbys configured).
     fn read_served(&self, _by: crate::replicas::ServedBy) {}
+}
+
+/// Where a group-commit batch's time went, in the order it is spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchStages {
+    /// Waiting for the store's write lock (SQLite: shared by every writer of the file).
+    pub lock: Duration,
+    /// `BEGIN` and the jobs' statements.
+    pub run: Duration,
+    /// `COMMIT`: on SQLite the WAL's write and, under `synchronous=FULL`, its flush; on
+    /// PostgreSQL the round trip and the WAL flush.
+    pub commit: Duration,
 }
 
 /// The observer of a store that has none.

@@ -9,7 +9,7 @@ use prometheus::{
     Registry,
 };
 use storage::Fault;
-use storage::observe::Observer;
+use storage::observe::{BatchStages, Observer};
 
 use super::BUCKETS;
 
@@ -18,6 +18,7 @@ const BATCH_BUCKETS: [f64; 9] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 25
 
 pub(super) struct StorageMetrics {
     batch: HistogramVec,
+    stages: HistogramVec,
     queued: HistogramVec,
     checkout: Histogram,
     checkout_timeouts: IntCounter,
@@ -35,11 +36,21 @@ impl StorageMetrics {
             batch: HistogramVec::new(
                 HistogramOpts::new(
                     "db_batch_jobs",
-                    "Jobs per group-commit transaction, by writer (writes: every SQLite write \
-                     route's queue; ledger; webhooks).",
+                    "Jobs per group-commit transaction, by writer (writes: every write route's \
+                     queue; ledger; webhooks; webhook-dispatch).",
                 )
                 .buckets(BATCH_BUCKETS.to_vec()),
                 &["writer"],
+            )?,
+            stages: HistogramVec::new(
+                HistogramOpts::new(
+                    "db_batch_seconds",
+                    "Time a group-commit batch took of its writer, by writer and stage: lock \
+                     (waiting for the write lock, shared by every writer of a SQLite file), run \
+                     (BEGIN and the statements), commit (COMMIT, with the WAL's flush).",
+                )
+                .buckets(BUCKETS.to_vec()),
+                &["writer", "stage"],
             )?,
             queued: HistogramVec::new(
                 HistogramOpts::new(
@@ -104,6 +115,7 @@ impl StorageMetrics {
             )?,
         };
         registry.register(Box::new(m.batch.clone()))?;
+        registry.register(Box::new(m.stages.clone()))?;
         registry.register(Box::new(m.queued.clone()))?;
         registry.register(Box::new(m.checkout.clone()))?;
         registry.register(Box::new(m.checkout_timeouts.clone()))?;
@@ -146,6 +158,18 @@ impl Observer for StorageMetrics {
 
     fn batch(&self, writer: &'static str, jobs: usize) {
         self.batch.with_label_values(&[writer]).observe(jobs as f64);
+    }
+
+    fn batch_stages(&self, writer: &'static str, stages: &BatchStages) {
+        for (stage, took) in [
+            ("lock", stages.lock),
+            ("run", stages.run),
+            ("commit", stages.commit),
+        ] {
+            self.stages
+                .with_label_values(&[writer, stage])
+                .observe(took.as_secs_f64());
+        }
     }
 
     fn queued(&self, writer: &'static str, waited: Duration) {

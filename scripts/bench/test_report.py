@@ -1,0 +1,54 @@
+"""python3 -m unittest discover -s scripts/bench -p 'test_*.py'"""
+import tempfile
+import unittest
+from pathlib import Path
+
+from report import parse_stages, run_seconds, stages_table
+
+# Two /metrics snapshots as scripts/bench.sh `batch_stages` keeps them around a run.
+STAGES = """# before
+db_batch_jobs_sum{writer="writes"} 100
+db_batch_jobs_count{writer="writes"} 20
+db_batch_seconds_sum{stage="commit",writer="writes"} 0.5
+db_batch_seconds_count{stage="commit",writer="writes"} 20
+db_batch_seconds_sum{stage="run",writer="writes"} 0.25
+db_batch_seconds_sum{stage="lock",writer="writes"} 0.01
+db_batch_jobs_sum{writer="ledger"} 7
+db_batch_jobs_count{writer="ledger"} 7
+# after
+db_batch_jobs_sum{writer="writes"} 50100
+db_batch_jobs_count{writer="writes"} 10020
+db_batch_seconds_sum{stage="commit",writer="writes"} 3.0
+db_batch_seconds_count{stage="commit",writer="writes"} 10020
+db_batch_seconds_sum{stage="run",writer="writes"} 1.75
+db_batch_seconds_sum{stage="lock",writer="writes"} 0.11
+db_batch_jobs_sum{writer="ledger"} 7
+db_batch_jobs_count{writer="ledger"} 7
+"""
+
+
+class StagesTest(unittest.TestCase):
+    def test_a_run_is_the_growth_of_the_counters_of_the_writers_that_worked(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "1__sqlite.stages"
+            path.write_text(STAGES)
+            writers = parse_stages(path)
+        self.assertEqual(list(writers), ["writes"])  # the ledger ran no batch meanwhile
+        w = writers["writes"]
+        self.assertEqual((w["batches"], w["jobs"]), (10000, 50000))
+        self.assertAlmostEqual(w["commit"], 2.5)
+        self.assertAlmostEqual(w["run"], 1.5)
+        self.assertAlmostEqual(w["lock"], 0.1)
+        rows = stages_table({("writes: POST /notes", "sqlite"): writers}, {("writes: POST /notes", "sqlite"): 5.0})
+        # 10,000 writes/s, 5 per batch, 0.01 / 0.15 / 0.25 ms per batch, 80 us per write, 0.80 busy.
+        self.assertEqual(rows[-1], "| POST /notes | sqlite | writes | 10,000 | 5.0 | 0.01 / 0.15 / 0.25 | 80 | 0.80 |")
+
+    def test_the_run_length_is_read_from_wrk(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "1__sqlite.txt"
+            path.write_text("  276771 requests in 5.00s, 60.12MB read\n")
+            self.assertEqual(run_seconds(path), 5.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
