@@ -211,12 +211,12 @@ fn a_dead_postgres_connection_is_replaced_before_the_write_begins() {
         .unwrap();
 }
 
-/// The same on PostgreSQL, where a write's savepoint is never released (`storage::savepoint`).
-#[test]
-fn a_refused_write_rolls_back_alone_and_its_neighbours_commit_on_postgres() {
+/// A fresh PostgreSQL database with the parent and child tables (`None`, said why, without
+/// TEST_POSTGRES_URL).
+fn postgres_store() -> Option<(storage::testing::TestDatabase, Store)> {
     let Ok(admin) = std::env::var("TEST_POSTGRES_URL") else {
         eprintln!("TEST_POSTGRES_URL not set: skipped");
-        return;
+        return None;
     };
     let db = storage::testing::TestDatabase::create(storage::Backend::Postgres, Some(&admin))
         .unwrap()
@@ -232,8 +232,46 @@ fn a_refused_write_rolls_back_alone_and_its_neighbours_commit_on_postgres() {
              INSERT INTO parent (id) VALUES (1);",
         )
         .unwrap();
+    Some((db, store))
+}
+
+/// The same on PostgreSQL, where a write's savepoint is never released (`storage::savepoint`).
+#[test]
+fn a_refused_write_rolls_back_alone_and_its_neighbours_commit_on_postgres() {
+    let Some((_db, store)) = postgres_store() else {
+        return;
+    };
     refused_writes_roll_back_alone(&store);
+}
+
+/// A write that swallows a failed statement and answers Ok. On PostgreSQL the failure aborted
+/// the batch's transaction, whose `COMMIT` PostgreSQL would turn into a rollback without an
+/// error: the batch fails instead, nothing is answered as stored that is not, and the queue
+/// writes on. (SQLite undoes only the failed statement: the write commits as it answered.)
+#[test]
+fn a_write_that_swallows_a_failed_statement_is_not_answered_as_stored() {
+    let swallowing = |c: &mut DbConnection| {
+        insert_child(c)?;
+        let _ = diesel::sql_query("INSERT INTO parent (id) VALUES (1)").execute(c);
+        Ok::<_, diesel::result::Error>(())
+    };
+    let (store, dir) = sqlite_store("swallowed");
+    let queue = WriteQueue::new(store.clone());
+    assert!(queue.write_blocking(swallowing).is_ok());
+    assert_eq!(children(&store), 1);
+    drop(queue);
     drop(store);
+    let _ = std::fs::remove_dir_all(dir);
+    let Some((_db, store)) = postgres_store() else {
+        return;
+    };
+    let queue = WriteQueue::new(store.clone());
+    for write in [queue.write_blocking(swallowing), store.write(swallowing)] {
+        assert!(matches!(write, Err(Failure::Store(_))), "{write:?}");
+    }
+    assert_eq!(children(&store), 0);
+    assert!(queue.write_blocking(insert_child).is_ok());
+    assert_eq!(children(&store), 1);
 }
 
 /// `UPDATE pair SET n = n + 1 WHERE id = …` (the row lock a write takes).

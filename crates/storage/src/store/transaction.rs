@@ -188,8 +188,25 @@ fn begin_write(conn: &mut DbConnection, unflushed: bool) -> diesel::QueryResult<
     }
 }
 
+/// PostgreSQL answers the `COMMIT` of a transaction that a failed statement aborted with a
+/// `ROLLBACK`, not an error, and Diesel reports that as committed: a write that swallowed a
+/// failed statement and answered Ok would have its whole batch rolled back and answered as
+/// stored (a savepoint released after each write used to catch it, `crate::savepoint` no longer
+/// sends one). A savepoint sent with the `COMMIT`, in the same round trip, fails there instead,
+/// and the `COMMIT` is not run.
 fn commit(conn: &mut DbConnection) -> diesel::QueryResult<()> {
-    crate::with_backend!(conn, |c| AnsiTransactionManager::commit_transaction(c))
+    match conn {
+        DbConnection::Postgresql(c) => {
+            let committed = SimpleConnection::batch_execute(c, "SAVEPOINT committing; COMMIT");
+            // Diesel follows libpq's transaction state: after the COMMIT (done or failed) it
+            // knows the transaction ended; after a refused savepoint it is still open.
+            if committed.is_err() && crate::in_transaction(conn) {
+                let _ = rollback(conn);
+            }
+            committed
+        }
+        DbConnection::Sqlite(c) => AnsiTransactionManager::commit_transaction(c),
+    }
 }
 
 fn rollback(conn: &mut DbConnection) -> diesel::QueryResult<()> {
