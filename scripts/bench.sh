@@ -55,10 +55,15 @@ trap finish EXIT
 peak_kib() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
 # batch_stages url: the group-commit writers' batch counters from the server's /metrics (none
-# from the bare ceiling), to tell where a write route's time went inside its writer.
+# from the bare ceiling), to tell where a write route's time went inside its writer; while the
+# PostgreSQL section runs (PG_WAL_URL set), also the server's WAL counters (records, full-page
+# images, bytes: what the writes cost PostgreSQL's log; nothing else writes meanwhile).
 batch_stages() {
   curl -s "$(echo "$1" | sed -E 's#^(https?://[^/]+).*#\1#')/metrics" |
     grep -E '^db_batch_(seconds|jobs)_(sum|count)' || true
+  if [ -n "${PG_WAL_URL:-}" ]; then
+    psql -Atq -F ' ' "$PG_WAL_URL" -c "SELECT 'pg_wal', wal_records, wal_fpi, wal_bytes FROM pg_stat_wal" || true
+  fi
 }
 
 load() { # backend name url [lua]  (RUN_SECONDS overrides BENCH_DURATION)
@@ -308,7 +313,7 @@ bench_sqlite_durability
 
 if [ -n "$PG_ADMIN" ] && pg_isready -h 127.0.0.1 -q 2>/dev/null; then
   create_database "$PG_ADMIN" "bench_$(date +%s)"
-  bench_backend postgres "$DB_URL" "$DB_URL"
+  PG_WAL_URL=$DB_URL bench_backend postgres "$DB_URL" "$DB_URL"
   drop_databases
 fi
 

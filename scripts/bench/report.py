@@ -26,6 +26,11 @@ def parse_stages(path: Path):
         if line.startswith("# "):
             cur = snaps.setdefault(line[2:], {})
             continue
+        wal = re.match(r"pg_wal (\d+) (\d+) (\d+)$", line)
+        if wal and cur is not None:
+            for part, value in zip(("records", "fpi", "bytes"), wal.groups()):
+                cur[("wal", part, None, None)] = float(value)
+            continue
         m = re.match(r"db_batch_(seconds|jobs)_(sum|count)\{([^}]*)\} (\S+)$", line)
         if m and cur is not None:
             labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(3)))
@@ -34,12 +39,21 @@ def parse_stages(path: Path):
     writers = {}
     for (kind, part, writer, stage), value in after.items():
         grown = value - before.get((kind, part, writer, stage), 0.0)
+        if kind == "wal":
+            continue
         w = writers.setdefault(writer, {"batches": 0.0, "jobs": 0.0, "lock": 0.0, "run": 0.0, "commit": 0.0})
         if kind == "jobs":
             w["batches" if part == "count" else "jobs"] += grown
         elif part == "sum":
             w[stage] += grown
-    return {w: s for w, s in writers.items() if s["batches"] > 0}
+    writers = {w: s for w, s in writers.items() if s["batches"] > 0}
+    wal = {part: after[("wal", part, None, None)] - before.get(("wal", part, None, None), 0.0)
+           for part in ("records", "fpi", "bytes") if ("wal", part, None, None) in after}
+    for s in writers.values():
+        # PostgreSQL's WAL counters are the server's: shared out by the writers' jobs.
+        s["wal"] = {part: grown * s["jobs"] / max(sum(w["jobs"] for w in writers.values()), 1)
+                    for part, grown in wal.items()}
+    return writers
 
 
 def run_seconds(path: Path):
@@ -52,8 +66,8 @@ def run_seconds(path: Path):
 def stages_table(stages, seconds):
     """Markdown rows: per write run, what its writers spent per batch and per write."""
     out = ["| Route | backend | writer | writes/s | writes per batch | per batch: lock / run / commit (ms) "
-           "| writer time per write (µs) | writer busy |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| writer time per write (µs) | writer busy | WAL per write: records, full pages, bytes |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for (name, backend), writers in stages.items():
         secs = seconds.get((name, backend))
         for writer, s in sorted(writers.items(), key=lambda kv: -kv[1]["jobs"]):
@@ -62,8 +76,11 @@ def stages_table(stages, seconds):
             per_batch = " / ".join(f"{s[k] / s['batches'] * 1000:.2f}" for k in ("lock", "run", "commit"))
             per_write = (s["run"] + s["commit"]) / s["jobs"] * 1e6
             busy = (s["run"] + s["commit"]) / secs
+            wal = s.get("wal") or {}
+            per = (f"{wal['records'] / s['jobs']:.1f}, {wal['fpi'] / s['jobs']:.2f}, {wal['bytes'] / s['jobs']:,.0f}"
+                   if len(wal) == 3 else "–")
             out.append(f"| {name.removeprefix('writes: ')} | {backend} | {writer} | {s['jobs'] / secs:,.0f} "
-                       f"| {s['jobs'] / s['batches']:.1f} | {per_batch} | {per_write:.0f} | {busy:.2f} |")
+                       f"| {s['jobs'] / s['batches']:.1f} | {per_batch} | {per_write:.0f} | {busy:.2f} | {per} |")
     return out if len(out) > 2 else []
 
 
@@ -511,7 +528,9 @@ def main():
               "the writer's time per write (run and commit over the writes) and how busy the writers "
               "were (run and commit seconds per second of the run: SQLite has one writer, so 1.00 is "
               "all it has; PostgreSQL two). A route whose writer is busy runs at writes per batch over "
-              "seconds per batch: the time per write is its price.")
+              "seconds per batch: the time per write is its price. On PostgreSQL, what the writes cost its log "
+              "(`pg_stat_wal` around the run: records, full-page images and bytes per write): a random update "
+              "after a checkpoint writes its whole page to the log.")
         print()
         print("\n".join(table))
     memory = results_dir / "memory"

@@ -41,7 +41,15 @@ class StagesTest(unittest.TestCase):
         self.assertAlmostEqual(w["lock"], 0.1)
         rows = stages_table({("writes: POST /notes", "sqlite"): writers}, {("writes: POST /notes", "sqlite"): 5.0})
         # 10,000 writes/s, 5 per batch, 0.01 / 0.15 / 0.25 ms per batch, 80 us per write, 0.80 busy.
-        self.assertEqual(rows[-1], "| POST /notes | sqlite | writes | 10,000 | 5.0 | 0.01 / 0.15 / 0.25 | 80 | 0.80 |")
+        self.assertEqual(rows[-1], "| POST /notes | sqlite | writes | 10,000 | 5.0 | 0.01 / 0.15 / 0.25 | 80 | 0.80 | – |")
+
+    def test_postgres_wal_is_shared_out_by_the_writers_jobs(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "1__postgres.stages"
+            path.write_text(STAGES.replace("# after", "pg_wal 10 1 1000\n# after") + "pg_wal 100010 5001 40001000\n")
+            writers = parse_stages(path)
+        rows = stages_table({("writes: POST /notes", "postgres"): writers}, {("writes: POST /notes", "postgres"): 5.0})
+        self.assertTrue(rows[-1].endswith("| 2.0, 0.10, 800 |"), rows[-1])
 
     def test_the_run_length_is_read_from_wrk(self):
         with tempfile.TemporaryDirectory() as d:
