@@ -27,12 +27,16 @@ db_batch_jobs_count{writer="ledger"} 7
 """
 
 
+def stages_of(text):
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "1__x.stages"
+        path.write_text(text)
+        return parse_stages(path)
+
+
 class StagesTest(unittest.TestCase):
     def test_a_run_is_the_growth_of_the_counters_of_the_writers_that_worked(self):
-        with tempfile.TemporaryDirectory() as d:
-            path = Path(d) / "1__sqlite.stages"
-            path.write_text(STAGES)
-            writers = parse_stages(path)
+        writers = stages_of(STAGES)
         self.assertEqual(list(writers), ["writes"])  # the ledger ran no batch meanwhile
         w = writers["writes"]
         self.assertEqual((w["batches"], w["jobs"]), (10000, 50000))
@@ -44,10 +48,7 @@ class StagesTest(unittest.TestCase):
         self.assertEqual(rows[-1], "| POST /notes | sqlite | writes | 10,000 | 5.0 | 0.01 / 0.15 / 0.25 | 80 | 0.80 | – |")
 
     def test_postgres_wal_is_shared_out_by_the_writers_jobs(self):
-        with tempfile.TemporaryDirectory() as d:
-            path = Path(d) / "1__postgres.stages"
-            path.write_text(STAGES.replace("# after", "pg_wal 10 1 1000\n# after") + "pg_wal 100010 5001 40001000\n")
-            writers = parse_stages(path)
+        writers = stages_of(STAGES.replace("# after", "pg_wal 10 1 1000\n# after") + "pg_wal 100010 5001 40001000\n")
         rows = stages_table({("writes: POST /notes", "postgres"): writers}, {("writes: POST /notes", "postgres"): 5.0})
         self.assertTrue(rows[-1].endswith("| 2.0, 0.10, 800 |"), rows[-1])
 

@@ -211,9 +211,15 @@ fn a_dead_postgres_connection_is_replaced_before_the_write_begins() {
         .unwrap();
 }
 
-/// A fresh PostgreSQL database with the parent and child tables (`None`, said why, without
+/// The parent and child tables on PostgreSQL.
+const PG_SCHEMA: &str = "CREATE TABLE parent (id BIGINT PRIMARY KEY); \
+     CREATE TABLE child (id BIGSERIAL PRIMARY KEY, \
+       parent_id BIGINT REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED); \
+     INSERT INTO parent (id) VALUES (1);";
+
+/// A store on a fresh PostgreSQL database with `schema` (`None`, said so, without
 /// TEST_POSTGRES_URL).
-fn postgres_store() -> Option<(storage::testing::TestDatabase, Store)> {
+fn postgres_store(schema: &str) -> Option<(storage::testing::TestDatabase, Store)> {
     let Ok(admin) = std::env::var("TEST_POSTGRES_URL") else {
         eprintln!("TEST_POSTGRES_URL not set: skipped");
         return None;
@@ -222,23 +228,14 @@ fn postgres_store() -> Option<(storage::testing::TestDatabase, Store)> {
         .unwrap()
         .unwrap();
     let store = Store::open(Database::parse(&db.url).unwrap(), 8).unwrap();
-    store
-        .checkout()
-        .unwrap()
-        .batch_execute(
-            "CREATE TABLE parent (id BIGINT PRIMARY KEY); \
-             CREATE TABLE child (id BIGSERIAL PRIMARY KEY, \
-               parent_id BIGINT REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED); \
-             INSERT INTO parent (id) VALUES (1);",
-        )
-        .unwrap();
+    store.checkout().unwrap().batch_execute(schema).unwrap();
     Some((db, store))
 }
 
 /// The same on PostgreSQL, where a write's savepoint is never released (`storage::savepoint`).
 #[test]
 fn a_refused_write_rolls_back_alone_and_its_neighbours_commit_on_postgres() {
-    let Some((_db, store)) = postgres_store() else {
+    let Some((_db, store)) = postgres_store(PG_SCHEMA) else {
         return;
     };
     refused_writes_roll_back_alone(&store);
@@ -262,7 +259,7 @@ fn a_write_that_swallows_a_failed_statement_is_not_answered_as_stored() {
     drop(queue);
     drop(store);
     let _ = std::fs::remove_dir_all(dir);
-    let Some((_db, store)) = postgres_store() else {
+    let Some((_db, store)) = postgres_store(PG_SCHEMA) else {
         return;
     };
     let queue = WriteQueue::new(store.clone());
@@ -290,22 +287,13 @@ fn a_write_that_two_batches_deadlock_runs_again_and_both_commit() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, mpsc};
     use std::time::Duration;
-    let Ok(admin) = std::env::var("TEST_POSTGRES_URL") else {
-        eprintln!("TEST_POSTGRES_URL not set: skipped (SQLite has one writer and no deadlock)");
+    // (SQLite has one writer and no deadlock.)
+    let Some((_db, store)) = postgres_store(
+        "CREATE TABLE pair (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); \
+         INSERT INTO pair VALUES (1, 0), (2, 0);",
+    ) else {
         return;
     };
-    let db = storage::testing::TestDatabase::create(storage::Backend::Postgres, Some(&admin))
-        .unwrap()
-        .unwrap();
-    let store = Store::open(Database::parse(&db.url).unwrap(), 8).unwrap();
-    store
-        .checkout()
-        .unwrap()
-        .batch_execute(
-            "CREATE TABLE pair (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); \
-             INSERT INTO pair VALUES (1, 0), (2, 0);",
-        )
-        .unwrap();
     let queue = Arc::new(WriteQueue::new(store.clone()));
     let runs = Arc::new(AtomicUsize::new(0));
     // Each write, on its first run, locks its first row, says so, and waits (bounded: were the
