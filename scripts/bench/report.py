@@ -257,6 +257,27 @@ DESIGN = """## Why a list costs what its page costs
   and the audit row: 0.26 and 0.31 ms per batch), 0.72× the rate, as wrk measured. On
   PostgreSQL both writers were busy (1.93–1.95 of 2) and a batch's statements took three times
   its `COMMIT`: there a write costs its round trips.
+- **Why some write routes stay below 0.7× of the fastest create.** The full run of 2026-12-07
+  (commit f8a1318; the writers' table below is from it) answers issue 36's "or the reason, with
+  numbers". On SQLite every write route kept its one writer busy 0.93–0.96 of each second at
+  eight writes per batch, so a route's rate is the inverse of its writer time per write: 49 µs
+  for `POST /users` and `POST /notes`, 79 µs for an append to one of 100 accounts (0.62×) and
+  67 µs for `PUT /notes/{id}` over 1,000,000 notes. An append's batch spends 0.31 ms on
+  statements (the event with three indexes and the feed trigger, the projection's upsert, the
+  audit row) where a note's spends 0.18, and 0.31 ms on its `COMMIT` against 0.21: more pages
+  to write and flush (a batch of appends changes the index entries and projections of several
+  accounts, a batch of notes mostly one appended page). Under `synchronous=normal` the same batch commits in
+  0.04 ms: the flush is the durable default's whole price (0.62–0.66× of `normal` on this run's
+  host, whose flush takes about 0.2–0.3 ms a batch; a host with a faster flush had it at
+  0.76–0.81×). On PostgreSQL both writers were busy (1.91–1.94 of 2) on every route; a
+  route's time per write is its round trips and the database's work per statement: 201 µs for
+  `POST /users` (one row and its audit row), 316 µs for an append (the ledger's batch sends
+  seven statements: `BEGIN`, the savepoint, the accounts locked, the events, the projections'
+  upsert and the audit rows, whose text varies with the batch size so PostgreSQL parses and
+  plans them on every run, and the commit), 301 µs for `PUT /notes/{id}/comments/{id}`. What they write to
+  the log is not it: `PUT /notes/{id}` wrote 3.5 kB of WAL per write (0.36 full-page images: a
+  random page's first change after a checkpoint) against 0.76 kB for `POST /notes`, and took the
+  same time per write (278 against 271 µs).
 - **A PostgreSQL write's savepoint is not released.** Each write of a batch runs in a savepoint
   so that a refused one is undone alone; Diesel's nested transaction sent `SAVEPOINT` before
   and `RELEASE SAVEPOINT` after it, so `POST /notes` sent four statements per write (savepoint,
