@@ -184,8 +184,47 @@ impl Db {
         E: std::error::Error + From<diesel::result::Error> + Send + 'static,
         ApiError: From<E>,
     {
+        let f = self.recorded(f, wrote);
+        self.queue.write(f).await.map_err(into_api_error)
+    }
+
+    /// [`Db::write_recorded`] in a transaction of its own on PostgreSQL: for a write that
+    /// locks rows of the ledger's accounts (a transfer's two, in id order). In a shared batch
+    /// its locks would add to those of the writes before it, so two batches could hold them in
+    /// opposite orders: a deadlock that PostgreSQL breaks only after `deadlock_timeout` (1 s),
+    /// one that a write meets up to `CONFLICT_TRIES` times before its 503. Alone, its locks are
+    /// taken in one sorted sweep, as every ledger batch takes its own: no cycle can form.
+    /// SQLite has one writer and no deadlock: there it shares the queue's batches as usual.
+    pub async fn write_alone_recorded<T, E, F, W>(&self, f: F, wrote: W) -> Result<T, ApiError>
+    where
+        F: Fn(&mut DbConnection) -> Result<T, E> + Send + 'static,
+        W: Fn(&T) -> Wrote + Send + 'static,
+        T: Send + 'static,
+        E: std::error::Error + From<diesel::result::Error> + Send + 'static,
+        ApiError: From<E>,
+    {
+        if self.store.backend() == Backend::Sqlite {
+            return self.write_recorded(f, wrote).await;
+        }
+        let (f, store) = (self.recorded(f, wrote), self.store.clone());
+        self.blocking(move || store.write(f))
+            .await?
+            .map_err(into_api_error)
+    }
+
+    /// `f`, and the audit row of what `wrote` says it wrote, in the same transaction.
+    fn recorded<T, E, F, W>(
+        &self,
+        f: F,
+        wrote: W,
+    ) -> impl Fn(&mut DbConnection) -> Result<T, E> + Send + 'static + use<T, E, F, W>
+    where
+        F: Fn(&mut DbConnection) -> Result<T, E> + Send + 'static,
+        W: Fn(&T) -> Wrote + Send + 'static,
+        E: From<diesel::result::Error>,
+    {
         let action = self.action.clone();
-        let f = move |c: &mut DbConnection| -> Result<T, E> {
+        move |c: &mut DbConnection| -> Result<T, E> {
             let done = f(c)?;
             if let Some(action) = &action {
                 match wrote(&done) {
@@ -195,8 +234,7 @@ impl Db {
                 }
             }
             Ok(done)
-        };
-        self.queue.write(f).await.map_err(into_api_error)
+        }
     }
 
     /// Whether the database would take a write now (see [`Store::check`]), bounded by

@@ -18,6 +18,9 @@ pub trait Observer: Send + Sync {
     fn batch_stages(&self, _writer: &'static str, _stages: &BatchStages) {}
     /// A job of `writer` waited `waited` in the queue before its batch began.
     fn queued(&self, _writer: &'static str, _waited: Duration) {}
+    /// A write of `writer` met a conflict (PostgreSQL ended it to break a deadlock between two
+    /// batches, or a serialization failure) and runs again in a later batch.
+    fn conflict(&self, _writer: &'static str) {}
     /// A connection was taken from the pool after `waited` (`ok` false: none came in time).
     fn checkout(&self, _waited: Duration, _ok: bool) {}
     /// A database call made for a request waited `for_thread` for a thread to run on (the

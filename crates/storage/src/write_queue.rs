@@ -65,6 +65,9 @@ impl Outcome for Answer {
 
 pub struct WriteQueue {
     commits: GroupCommit<Job, Answer>,
+    name: &'static str,
+    /// Whose observer is told of conflicts (set after the queue may be made).
+    store: Store,
 }
 
 impl WriteQueue {
@@ -81,6 +84,8 @@ impl WriteQueue {
             Backend::Postgres => POSTGRES_BATCH,
         };
         WriteQueue {
+            name,
+            store: store.clone(),
             commits: GroupCommit::with_durability(
                 name, store, run_all, failed, durability, max_batch,
             ),
@@ -100,7 +105,7 @@ impl WriteQueue {
         loop {
             let answer = self.commits.submit_until(next, deadline).await;
             match answer.again {
-                Some(again) => next = again,
+                Some(again) => next = self.again(again),
                 None => return open(answer),
             }
         }
@@ -117,10 +122,16 @@ impl WriteQueue {
         loop {
             let answer = self.commits.submit_blocking(next);
             match answer.again {
-                Some(again) => next = again,
+                Some(again) => next = self.again(again),
                 None => return open(answer),
             }
         }
+    }
+
+    /// A write that met a conflict, counted on its way back into the queue.
+    fn again(&self, job: Job) -> Job {
+        self.store.observer().conflict(self.name);
+        job
     }
 }
 

@@ -281,7 +281,8 @@ fn bump(c: &mut DbConnection, id: i64) -> Result<(), diesel::result::Error> {
 /// Two writes in two batches of PostgreSQL's two writers lock two rows in opposite orders:
 /// each holds one and waits for the other. PostgreSQL breaks the deadlock by failing one of
 /// them; that write's savepoint rolls back alone, and the queue runs it again in a later
-/// batch: both succeed, each change counted once.
+/// batch: both succeed, each change counted once, and the store's observer is told of the
+/// conflict.
 #[test]
 fn a_write_that_two_batches_deadlock_runs_again_and_both_commit() {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -294,6 +295,15 @@ fn a_write_that_two_batches_deadlock_runs_again_and_both_commit() {
     ) else {
         return;
     };
+    struct Conflicts(AtomicUsize);
+    impl storage::observe::Observer for Conflicts {
+        fn conflict(&self, writer: &'static str) {
+            assert_eq!(writer, "writes");
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let conflicts = Arc::new(Conflicts(AtomicUsize::new(0)));
+    store.observe(conflicts.clone());
     let queue = Arc::new(WriteQueue::new(store.clone()));
     let runs = Arc::new(AtomicUsize::new(0));
     // Each write, on its first run, locks its first row, says so, and waits (bounded: were the
@@ -328,6 +338,11 @@ fn a_write_that_two_batches_deadlock_runs_again_and_both_commit() {
         assert!(outcome.is_ok(), "{outcome:?}");
     }
     assert_eq!(runs.load(Ordering::SeqCst), 3, "one of the two ran again");
+    assert_eq!(
+        conflicts.0.load(Ordering::SeqCst),
+        1,
+        "the conflict was counted"
+    );
     let counted: Vec<i64> = store
         .read(|c| {
             diesel::sql_query("SELECT n AS id FROM pair ORDER BY id")

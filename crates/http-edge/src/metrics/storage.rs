@@ -20,6 +20,7 @@ pub(super) struct StorageMetrics {
     batch: HistogramVec,
     stages: HistogramVec,
     queued: HistogramVec,
+    conflicts: IntCounterVec,
     checkout: Histogram,
     checkout_timeouts: IntCounter,
     thread_wait: Histogram,
@@ -58,6 +59,15 @@ impl StorageMetrics {
                     "Time a write waited in its writer's queue before its batch began.",
                 )
                 .buckets(BUCKETS.to_vec()),
+                &["writer"],
+            )?,
+            conflicts: IntCounterVec::new(
+                Opts::new(
+                    "db_write_conflicts_total",
+                    "Writes PostgreSQL ended to break a deadlock between two batches (or a \
+                     serialization failure), run again in a later batch, by writer. Each \
+                     deadlock costs its waiters deadlock_timeout first.",
+                ),
                 &["writer"],
             )?,
             checkout: Histogram::with_opts(
@@ -117,6 +127,7 @@ impl StorageMetrics {
         registry.register(Box::new(m.batch.clone()))?;
         registry.register(Box::new(m.stages.clone()))?;
         registry.register(Box::new(m.queued.clone()))?;
+        registry.register(Box::new(m.conflicts.clone()))?;
         registry.register(Box::new(m.checkout.clone()))?;
         registry.register(Box::new(m.checkout_timeouts.clone()))?;
         registry.register(Box::new(m.thread_wait.clone()))?;
@@ -129,6 +140,7 @@ impl StorageMetrics {
         for fault in Fault::ALL {
             m.faults.with_label_values(&[fault.as_str()]);
         }
+        m.conflicts.with_label_values(&["writes"]);
         Ok(m)
     }
 
@@ -176,6 +188,10 @@ impl Observer for StorageMetrics {
         self.queued
             .with_label_values(&[writer])
             .observe(waited.as_secs_f64());
+    }
+
+    fn conflict(&self, writer: &'static str) {
+        self.conflicts.with_label_values(&[writer]).inc();
     }
 
     fn checkout(&self, waited: Duration, ok: bool) {

@@ -138,7 +138,8 @@ pub async fn transfer(
     let (input, actor) = (Transfer::from_json(&body)?, db.actor());
     let scope = Scope::of("create_transfer", &[]);
     let transfer = move |c: &mut _| service::transfer(c, &input, actor).map(TransferDto::from);
-    let created = keyed.create(&db, scope, &body, transfer).await?;
+    // Alone: in a shared batch its account locks would add to other transfers' (`Db`).
+    let created = keyed.create_alone(&db, scope, &body, transfer).await?;
     let account = |field| body.get(field).and_then(|v| v.as_str()).unwrap_or_default();
     context.events_committed(&[account("from"), account("to")]);
     Ok(created)
