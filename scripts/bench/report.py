@@ -277,7 +277,13 @@ DESIGN = """## Why a list costs what its page costs
   plans them on every run, and the commit), 301 µs for `PUT /notes/{id}/comments/{id}`. What they write to
   the log is not it: `PUT /notes/{id}` wrote 3.5 kB of WAL per write (0.36 full-page images: a
   random page's first change after a checkpoint) against 0.76 kB for `POST /notes`, and took the
-  same time per write (278 against 271 µs).
+  same time per write (278 against 271 µs). Two suspects of the append's price, measured on
+  2026-12-07 (release builds alternating, fresh databases, appends to 100 accounts,
+  `wrk -c16 -d5s`, 3 rounds): keeping its multi-row statements prepared (Diesel's cache keyed
+  by their text, one statement per row count) gave 6,640–7,019 req/s against 6,640–6,938
+  without, inside the noise, and did not land; the feed trigger (a function run for each event
+  that looks up the account's previous one, for the feed's order) costs 5–7% (7,076–7,546 with
+  it against 7,435–7,968 disabled, on one server): it stays, the feed's order depends on it.
 - **A PostgreSQL write's savepoint is not released.** Each write of a batch runs in a savepoint
   so that a refused one is undone alone; Diesel's nested transaction sent `SAVEPOINT` before
   and `RELEASE SAVEPOINT` after it, so `POST /notes` sent four statements per write (savepoint,
