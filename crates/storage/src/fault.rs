@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use crate::observe::Conflict;
 use diesel::result::{DatabaseErrorKind as Kind, Error as DieselError};
 
 /// `err` and every error below it in its source chain, outermost first.
@@ -85,13 +86,27 @@ impl Fault {
     /// and running the same work again may succeed. A lock timeout is not one: that work has
     /// already waited as long as it may.
     pub fn is_conflict(err: &(dyn std::error::Error + 'static)) -> bool {
-        sources(err).any(|e| match e.downcast_ref::<DieselError>() {
-            Some(DieselError::DatabaseError(Kind::SerializationFailure, _)) => true,
+        Fault::conflict(err).is_some()
+    }
+
+    /// Which conflict [`Fault::is_conflict`] found (never `LockWait`: a lock timeout is not
+    /// one by itself).
+    pub fn conflict(err: &(dyn std::error::Error + 'static)) -> Option<Conflict> {
+        sources(err).find_map(|e| match e.downcast_ref::<DieselError>() {
+            Some(DieselError::DatabaseError(Kind::SerializationFailure, _)) => {
+                Some(Conflict::Serialization)
+            }
             Some(DieselError::DatabaseError(_, info)) => {
                 let m = info.message().to_ascii_lowercase();
-                m.contains("deadlock detected") || m.contains("could not serialize")
+                if m.contains("deadlock detected") {
+                    Some(Conflict::Deadlock)
+                } else if m.contains("could not serialize") {
+                    Some(Conflict::Serialization)
+                } else {
+                    None
+                }
             }
-            _ => false,
+            _ => None,
         })
     }
 
@@ -330,6 +345,19 @@ mod tests {
         )));
         assert!(!conflict(db(Kind::UniqueViolation, "duplicate key value")));
         assert!(!conflict(DieselError::NotFound));
+        let cause = |e: DieselError| Fault::conflict(&Domain::from(e));
+        assert_eq!(
+            cause(db(Kind::Unknown, "deadlock detected")),
+            Some(Conflict::Deadlock)
+        );
+        assert_eq!(
+            cause(db(Kind::SerializationFailure, "x")),
+            Some(Conflict::Serialization)
+        );
+        assert_eq!(
+            cause(db(Kind::Unknown, "canceling statement due to lock timeout")),
+            None
+        );
     }
 
     #[derive(Debug, thiserror::Error)]

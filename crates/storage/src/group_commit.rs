@@ -16,6 +16,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, TryRecvError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -47,6 +48,29 @@ pub type RunBatch<J, R> = fn(&mut DbConnection, Vec<J>) -> Vec<R>;
 /// webhooks 7.0k, 9.5-9.9k and 8.9-9.2k.
 pub const POSTGRES_WRITERS: usize = 2;
 
+/// How the jobs of a group commit take their row locks (it matters on PostgreSQL, whose
+/// writers are two; SQLite's one writer never waits for a row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Locking {
+    /// In one order across the whole batch (the ledger locks all of a batch's accounts in one
+    /// sorted statement): two batches never wait for each other, and run side by side.
+    Ordered,
+    /// In any order (route writes: two notes edited by two clients each). Two batches side by
+    /// side can then each hold the rows of their earlier jobs while a later job waits for the
+    /// other's: a deadlock that PostgreSQL breaks only after `deadlock_timeout` (1 s). So a
+    /// statement waits at most the given time for a lock (its job answers that it runs again,
+    /// [`Outcome::runs_again`]), and once one has, the writers run their batches' statements
+    /// in turn for [`IN_TURN_FOR`] (a batch's `COMMIT` overlapping the next one's statements,
+    /// so that a batch waits at most for one that is committing, which waits for no lock).
+    /// Batches that meet no lock keep running side by side: in turn, uncontended creates ran
+    /// 25–38% slower.
+    Unordered { lock_wait: Duration },
+}
+
+/// How long the writers of an [`Locking::Unordered`] group commit run in turn after a job
+/// waited for a lock. Hot rows under load meet that again within milliseconds of the end.
+pub const IN_TURN_FOR: Duration = Duration::from_secs(1);
+
 /// A queued job, its caller's answer channel, and when it was queued.
 type Queued<J, R> = (J, oneshot::Sender<R>, Instant);
 
@@ -56,6 +80,10 @@ type Queued<J, R> = (J, oneshot::Sender<R>, Instant);
 /// answer: such a fault discards the connection and is reported to [`Store::note`] (`/health`).
 pub trait Outcome {
     fn fault(&self) -> Option<Fault>;
+    /// The job met another batch's lock or a conflict and runs again in a later batch.
+    fn runs_again(&self) -> bool {
+        false
+    }
 }
 
 impl<T, E: std::error::Error + 'static> Outcome for Result<T, E> {
@@ -82,11 +110,19 @@ impl<J: Send + 'static, R: Outcome + Send + 'static> GroupCommit<J, R> {
         run: RunBatch<J, R>,
         failed: fn(StoreError) -> R,
     ) -> Self {
-        Self::with_durability(name, store, run, failed, Durability::Flushed, MAX_BATCH)
+        Self::with_durability(
+            name,
+            store,
+            run,
+            failed,
+            Durability::Flushed,
+            MAX_BATCH,
+            Locking::Ordered,
+        )
     }
 
     /// [`GroupCommit::new`] with the given [`Durability`], at most `max_batch` jobs (at least
-    /// one, at most [`MAX_BATCH`]) per transaction.
+    /// one, at most [`MAX_BATCH`]) per transaction, whose jobs lock rows as `locking` says.
     pub fn with_durability(
         name: &'static str,
         store: Store,
@@ -94,11 +130,16 @@ impl<J: Send + 'static, R: Outcome + Send + 'static> GroupCommit<J, R> {
         failed: fn(StoreError) -> R,
         durability: Durability,
         max_batch: usize,
+        locking: Locking,
     ) -> Self {
         let max_batch = max_batch.clamp(1, MAX_BATCH);
         let (jobs, queue) = mpsc::channel();
         let deadline = store.timeouts().answer;
         let queue = Arc::new(Mutex::new(queue));
+        let in_turn = Arc::new(InTurn {
+            since: Instant::now(),
+            until_ms: AtomicU64::new(0),
+        });
         let writers = match store.backend() {
             Backend::Sqlite => 1,
             // Writers hold connections while busy: at most a quarter of the pool.
@@ -112,6 +153,8 @@ impl<J: Send + 'static, R: Outcome + Send + 'static> GroupCommit<J, R> {
                 name,
                 durability,
                 max_batch,
+                locking,
+                in_turn: Arc::clone(&in_turn),
                 store: store.clone(),
                 run,
                 failed,
@@ -189,6 +232,9 @@ impl<J: Send + 'static, R: Outcome + Send + 'static> GroupCommit<J, R> {
 /// fails its `BEGIN`, and the batch begins again on a fresh one ([`Store::begin`]).
 const HOLD_AT_MOST: Duration = Duration::from_millis(100);
 
+/// The queue, held by the writer whose batch's statements are running in turn.
+type Turn<'a, J, R> = parking_lot::MutexGuard<'a, mpsc::Receiver<Queued<J, R>>>;
+
 /// Why a batch ran nothing, or committed nothing.
 enum Refused {
     /// No transaction could begin: no connection, or a dead one twice.
@@ -217,10 +263,34 @@ pub enum Durability {
     Unflushed,
 }
 
+/// Until when the writers of a [`Locking::Unordered`] group commit run in turn.
+struct InTurn {
+    since: Instant,
+    /// Milliseconds after `since`.
+    until_ms: AtomicU64,
+}
+
+impl InTurn {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.since.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn active(&self) -> bool {
+        self.now_ms() < self.until_ms.load(Ordering::Relaxed)
+    }
+
+    fn start(&self) {
+        let until = self.now_ms().saturating_add(IN_TURN_FOR.as_millis() as u64);
+        self.until_ms.fetch_max(until, Ordering::Relaxed);
+    }
+}
+
 struct Writer<J, R> {
     name: &'static str,
     durability: Durability,
     max_batch: usize,
+    locking: Locking,
+    in_turn: Arc<InTurn>,
     store: Store,
     run: RunBatch<J, R>,
     failed: fn(StoreError) -> R,
@@ -264,8 +334,16 @@ impl<J, R: Outcome> Writer<J, R> {
                     Err(_) => break,
                 }
             }
-            drop(queue);
-            if let Some(err) = self.serve_batch(&mut held, batch) {
+            // In turn, the queue stays this writer's until its batch's statements have run: the
+            // other writer takes the next batch meanwhile, and runs it as this one commits.
+            let turn = match self.locking {
+                Locking::Unordered { .. } if self.in_turn.active() => Some(queue),
+                _ => {
+                    drop(queue);
+                    None
+                }
+            };
+            if let Some(err) = self.serve_batch(&mut held, batch, turn) {
                 self.fail_queued(&err);
             }
         }
@@ -294,7 +372,12 @@ impl<J, R: Outcome> Writer<J, R> {
     /// Answers the jobs that waited past the queue timeout without running them, runs the rest
     /// in one transaction, and answers each of them after its `COMMIT`. Returns the error when
     /// the database could not be reached at all.
-    fn serve_batch(&self, held: &mut Option<Held>, batch: Vec<Queued<J, R>>) -> Option<StoreError> {
+    fn serve_batch(
+        &self,
+        held: &mut Option<Held>,
+        batch: Vec<Queued<J, R>>,
+        turn: Option<Turn<'_, J, R>>,
+    ) -> Option<StoreError> {
         let bound = self.store.timeouts().queue;
         let observer = self.store.observer();
         let mut jobs = Vec::with_capacity(batch.len());
@@ -322,7 +405,7 @@ impl<J, R: Outcome> Writer<J, R> {
         // server that answers nothing is cut off (`crate::cutoff`): the writer, and every write
         // queued behind it, go on with a fresh connection.
         let deadline = last_queued.unwrap_or_else(Instant::now) + self.store.timeouts().answer;
-        let ran = crate::cutoff::within(deadline, || self.run_batch(held, jobs));
+        let ran = crate::cutoff::within(deadline, || self.run_batch(held, jobs, turn));
         let (answers, unreachable) = match ran {
             Ok(answers) => (answers, None),
             Err(refused) => {
@@ -344,8 +427,14 @@ impl<J, R: Outcome> Writer<J, R> {
     }
 
     /// Begins a transaction on the held connection (or one from the pool when there is none or
-    /// it has been held for [`HOLD_AT_MOST`]), runs the batch, commits.
-    fn run_batch(&self, held: &mut Option<Held>, jobs: Vec<J>) -> Result<Vec<R>, Refused> {
+    /// it has been held for [`HOLD_AT_MOST`]), runs the batch, gives up its `turn` at the
+    /// queue, commits.
+    fn run_batch(
+        &self,
+        held: &mut Option<Held>,
+        jobs: Vec<J>,
+        turn: Option<Turn<'_, J, R>>,
+    ) -> Result<Vec<R>, Refused> {
         let n = jobs.len();
         let asked = Instant::now();
         let _lock = self.store.lock_for_write().map_err(Refused::Batch)?;
@@ -361,12 +450,21 @@ impl<J, R: Outcome> Writer<J, R> {
             .as_ref()
             .map_or_else(Instant::now, |(_, since)| *since);
         let previous = previous.map(|(conn, _)| conn);
-        let mut conn = match self.durability {
-            Durability::Flushed => self.store.begin(previous),
-            Durability::Unflushed => self.store.begin_unflushed(previous),
-        }
-        .map_err(Refused::Begin)?;
+        let how = crate::Begin {
+            unflushed: self.durability == Durability::Unflushed,
+            lock_wait: match self.locking {
+                Locking::Unordered { lock_wait } => Some(lock_wait),
+                Locking::Ordered => None,
+            },
+        };
+        let mut conn = self.store.begin_as(previous, how).map_err(Refused::Begin)?;
         let answers = catch_unwind(AssertUnwindSafe(|| (self.run)(&mut conn, jobs)));
+        drop(turn);
+        if let Ok(answers) = &answers
+            && answers.iter().any(Outcome::runs_again)
+        {
+            self.in_turn.start();
+        }
         let ran = Instant::now();
         let mut job_fault = None;
         let outcome = match answers {

@@ -31,7 +31,7 @@ pub use migrations::{
     Migrated, MigrationError, applied_migrations, migrate, migration_names, revert_all_migrations,
     run_migrations, run_migrations_patiently,
 };
-pub use store::{FAULT_MEMORY, Store};
+pub use store::{Begin, FAULT_MEMORY, Store};
 pub use write_queue::WriteQueue;
 
 /// Re-exported so domain crates use the exact Diesel this crate was built with.

@@ -18,9 +18,8 @@ pub trait Observer: Send + Sync {
     fn batch_stages(&self, _writer: &'static str, _stages: &BatchStages) {}
     /// A job of `writer` waited `waited` in the queue before its batch began.
     fn queued(&self, _writer: &'static str, _waited: Duration) {}
-    /// A write of `writer` met a conflict (PostgreSQL ended it to break a deadlock between two
-    /// batches, or a serialization failure) and runs again in a later batch.
-    fn conflict(&self, _writer: &'static str) {}
+    /// A write of `writer` met a conflict (`cause`) and runs again in a later batch.
+    fn conflict(&self, _writer: &'static str, _cause: Conflict) {}
     /// A connection was taken from the pool after `waited` (`ok` false: none came in time).
     fn checkout(&self, _waited: Duration, _ok: bool) {}
     /// A database call made for a request waited `for_thread` for a thread to run on (the
@@ -31,6 +30,33 @@ pub trait Observer: Send + Sync {
     /// A read that standbys could have served was served `by` one or by the primary
     /// (only with standbys configured).
     fn read_served(&self, _by: crate::replicas::ServedBy) {}
+}
+
+/// Why a write of a group-commit batch runs again in a later one (PostgreSQL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conflict {
+    /// PostgreSQL ended it to break a deadlock, after its waiters' `deadlock_timeout`.
+    Deadlock,
+    /// A serialization failure.
+    Serialization,
+    /// It waited for a row lock longer than its batch allows (`write_queue::LOCK_WAIT`).
+    LockWait,
+}
+
+impl Conflict {
+    pub const ALL: [Conflict; 3] = [
+        Conflict::Deadlock,
+        Conflict::Serialization,
+        Conflict::LockWait,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Conflict::Deadlock => "deadlock",
+            Conflict::Serialization => "serialization",
+            Conflict::LockWait => "lock_wait",
+        }
+    }
 }
 
 /// Where a group-commit batch's time went, in the order it is spent.

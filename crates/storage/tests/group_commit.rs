@@ -229,6 +229,7 @@ fn an_unflushed_writer_gives_its_connection_back_flushing() {
             Err,
             Durability::Unflushed,
             storage::group_commit::MAX_BATCH,
+            storage::group_commit::Locking::Ordered,
         );
         assert_eq!(gc.submit_blocking(()).unwrap(), unflushed);
         let mut conn = pool
@@ -270,6 +271,7 @@ fn an_unflushed_writer_that_cannot_begin_leaves_no_unflushed_connection() {
         Err,
         Durability::Unflushed,
         storage::group_commit::MAX_BATCH,
+        storage::group_commit::Locking::Ordered,
     );
     assert_eq!(gc.submit_blocking(()).unwrap_err().fault, Fault::Busy);
     let mut conn = store

@@ -271,6 +271,18 @@ fn a_write_that_swallows_a_failed_statement_is_not_answered_as_stored() {
     assert_eq!(children(&store), 1);
 }
 
+/// The counts of table `pair`, by id.
+fn pair_counts(store: &Store) -> Vec<i64> {
+    store
+        .read(|c| {
+            diesel::sql_query("SELECT n AS id FROM pair ORDER BY pair.id")
+                .load::<Id>(c)
+                .map(|rows| rows.into_iter().map(|r| r.id).collect())
+        })
+        .map_err(|_| "read failed")
+        .unwrap()
+}
+
 /// `UPDATE pair SET n = n + 1 WHERE id = …` (the row lock a write takes).
 fn bump(c: &mut DbConnection, id: i64) -> Result<(), diesel::result::Error> {
     diesel::sql_query(format!("UPDATE pair SET n = n + 1 WHERE id = {id}"))
@@ -278,11 +290,11 @@ fn bump(c: &mut DbConnection, id: i64) -> Result<(), diesel::result::Error> {
         .map(drop)
 }
 
-/// Two writes in two batches of PostgreSQL's two writers lock two rows in opposite orders:
-/// each holds one and waits for the other. PostgreSQL breaks the deadlock by failing one of
-/// them; that write's savepoint rolls back alone, and the queue runs it again in a later
-/// batch: both succeed, each change counted once, and the store's observer is told of the
-/// conflict.
+/// Two writes of two batches lock two rows in opposite orders: each holds one and waits for
+/// the other. The wait ends (PostgreSQL's deadlock detection, or sooner `LOCK_WAIT`) by
+/// failing one of them, or both; a failed write's savepoint rolls back alone, and the queue
+/// runs it again in a later batch: both succeed, each change counted once, and the store's
+/// observer is told of each run again.
 #[test]
 fn a_write_that_two_batches_deadlock_runs_again_and_both_commit() {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -297,14 +309,14 @@ fn a_write_that_two_batches_deadlock_runs_again_and_both_commit() {
     };
     struct Conflicts(AtomicUsize);
     impl storage::observe::Observer for Conflicts {
-        fn conflict(&self, writer: &'static str) {
+        fn conflict(&self, writer: &'static str, _cause: storage::observe::Conflict) {
             assert_eq!(writer, "writes");
             self.0.fetch_add(1, Ordering::SeqCst);
         }
     }
     let conflicts = Arc::new(Conflicts(AtomicUsize::new(0)));
     store.observe(conflicts.clone());
-    let queue = Arc::new(WriteQueue::new(store.clone()));
+    let queue = WriteQueue::new(store.clone());
     let runs = Arc::new(AtomicUsize::new(0));
     // Each write, on its first run, locks its first row, says so, and waits (bounded: were the
     // two ever in one batch, the second could not run before the first ended) for the other's
@@ -324,8 +336,6 @@ fn a_write_that_two_batches_deadlock_runs_again_and_both_commit() {
     let (tell_a, hear_a) = mpsc::channel();
     let (tell_b, hear_b) = mpsc::channel();
     let (a, b) = (write(1, 2, tell_a, hear_b), write(2, 1, tell_b, hear_a));
-    // b is queued once a runs: a's writer has taken its batch, so b's batch is the other
-    // writer's.
     let outcomes = std::thread::scope(|s| {
         let first = s.spawn(|| queue.write_blocking(a));
         while runs.load(Ordering::SeqCst) == 0 {
@@ -337,21 +347,55 @@ fn a_write_that_two_batches_deadlock_runs_again_and_both_commit() {
     for outcome in &outcomes {
         assert!(outcome.is_ok(), "{outcome:?}");
     }
-    assert_eq!(runs.load(Ordering::SeqCst), 3, "one of the two ran again");
+    let runs = runs.load(Ordering::SeqCst);
+    assert!(runs >= 3, "one of the two ran again");
     assert_eq!(
         conflicts.0.load(Ordering::SeqCst),
-        1,
-        "the conflict was counted"
+        runs - 2,
+        "each run again counted"
     );
-    let counted: Vec<i64> = store
-        .read(|c| {
-            diesel::sql_query("SELECT n AS id FROM pair ORDER BY id")
-                .load::<Id>(c)
-                .map(|rows| rows.into_iter().map(|r| r.id).collect())
-        })
-        .map_err(|_| "read failed")
-        .unwrap();
+    let counted = pair_counts(&store);
     assert_eq!(counted, vec![2, 2], "each write counted once");
     drop(queue);
     drop(store);
+}
+
+/// A write that waits for a row lock longer than `LOCK_WAIT` (here another session holds the
+/// row for 300 ms) is not left waiting: its savepoint rolls back and it runs again in a later
+/// batch, as often as it takes, and succeeds once the lock is free. Two batches that would
+/// deadlock thus cost `LOCK_WAIT`, not PostgreSQL's `deadlock_timeout`.
+#[test]
+fn a_write_waiting_for_a_lock_runs_again_until_it_is_free() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+    let Some((_db, store)) = postgres_store(
+        "CREATE TABLE pair (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); \
+         INSERT INTO pair VALUES (1, 0), (2, 0);",
+    ) else {
+        return;
+    };
+    let mut holder = store.checkout().unwrap();
+    holder
+        .batch_execute("BEGIN; UPDATE pair SET n = n + 1 WHERE id = 1")
+        .unwrap();
+    let queue = WriteQueue::new(store.clone());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let write = {
+        let runs = runs.clone();
+        move |c: &mut DbConnection| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            bump(c, 2)?;
+            bump(c, 1)
+        }
+    };
+    let outcome = std::thread::scope(|s| {
+        let writing = s.spawn(|| queue.write_blocking(write));
+        std::thread::sleep(Duration::from_millis(300));
+        holder.batch_execute("COMMIT").unwrap();
+        writing.join().unwrap()
+    });
+    assert!(outcome.is_ok(), "{outcome:?}");
+    assert!(runs.load(Ordering::SeqCst) > 1, "it ran again");
+    assert_eq!(pair_counts(&store), vec![2, 1], "its change counted once");
 }

@@ -64,11 +64,11 @@ impl StorageMetrics {
             conflicts: IntCounterVec::new(
                 Opts::new(
                     "db_write_conflicts_total",
-                    "Writes PostgreSQL ended to break a deadlock between two batches (or a \
-                     serialization failure), run again in a later batch, by writer. Each \
-                     deadlock costs its waiters deadlock_timeout first.",
+                    "Writes run again in a later batch, by writer and cause: deadlock \
+                     (PostgreSQL broke one, after deadlock_timeout), serialization, lock_wait \
+                     (a row lock not given within the batch's short lock wait).",
                 ),
-                &["writer"],
+                &["writer", "cause"],
             )?,
             checkout: Histogram::with_opts(
                 HistogramOpts::new(
@@ -140,7 +140,9 @@ impl StorageMetrics {
         for fault in Fault::ALL {
             m.faults.with_label_values(&[fault.as_str()]);
         }
-        m.conflicts.with_label_values(&["writes"]);
+        for cause in storage::observe::Conflict::ALL {
+            m.conflicts.with_label_values(&["writes", cause.as_str()]);
+        }
         Ok(m)
     }
 
@@ -190,8 +192,10 @@ impl Observer for StorageMetrics {
             .observe(waited.as_secs_f64());
     }
 
-    fn conflict(&self, writer: &'static str) {
-        self.conflicts.with_label_values(&[writer]).inc();
+    fn conflict(&self, writer: &'static str, cause: storage::observe::Conflict) {
+        self.conflicts
+            .with_label_values(&[writer, cause.as_str()])
+            .inc();
     }
 
     fn checkout(&self, waited: Duration, ok: bool) {

@@ -24,8 +24,10 @@ use crate::fault::{Failure, Fault, StoreError};
 use crate::fault_log::FaultLog;
 
 mod transaction;
+
 use crate::files::Files;
 use crate::{Backend, Database, DbConnection, Pool, PooledConn, StorageError};
+pub use transaction::Begin;
 
 /// How long a write fault keeps `/health` degraded when no write has succeeded since.
 pub const FAULT_MEMORY: Duration = Duration::from_secs(10);

@@ -33,7 +33,7 @@ impl Store {
     /// `held` or on a connection from the pool. A `BEGIN` that fails for a reason that
     /// condemns the connection is tried once more on a fresh one.
     pub fn begin(&self, held: Option<PooledConn>) -> Result<PooledConn, StoreError> {
-        self.begin_with(held, false)
+        self.begin_with(held, Begin::default())
     }
 
     /// [`Store::begin`] for a transaction whose `COMMIT` does not wait for the disk flush
@@ -41,7 +41,16 @@ impl Store {
     /// connection's: it stays until [`Store::flush_in_commit`] sets it back, which the holder
     /// must do before the connection goes back to the pool.
     pub fn begin_unflushed(&self, held: Option<PooledConn>) -> Result<PooledConn, StoreError> {
-        self.begin_with(held, true)
+        let unflushed = Begin {
+            unflushed: true,
+            ..Begin::default()
+        };
+        self.begin_with(held, unflushed)
+    }
+
+    /// [`Store::begin`] as `how` says (a group-commit batch's way).
+    pub fn begin_as(&self, held: Option<PooledConn>, how: Begin) -> Result<PooledConn, StoreError> {
+        self.begin_with(held, how)
     }
 
     /// Sets a connection [`Store::begin_unflushed`] began on back to the store's durability.
@@ -58,15 +67,14 @@ impl Store {
         }
     }
 
-    fn begin_with(
-        &self,
-        held: Option<PooledConn>,
-        unflushed: bool,
-    ) -> Result<PooledConn, StoreError> {
+    fn begin_with(&self, held: Option<PooledConn>, how: Begin) -> Result<PooledConn, StoreError> {
         // SQLite already commits without a flush under `synchronous=normal`.
-        let unflushed = unflushed
-            && (self.backend() == crate::Backend::Postgres
-                || self.shared.database.synchronous == crate::Synchronous::Full);
+        let how = Begin {
+            unflushed: how.unflushed
+                && (self.backend() == crate::Backend::Postgres
+                    || self.shared.database.synchronous == crate::Synchronous::Full),
+            ..how
+        };
         self.files_intact().inspect_err(|e| self.note(Err(e)))?;
         if let Some(damage) = self.damage().filter(|d| d.refuses_writes) {
             return Err(StoreError::new(Fault::Damaged, damage.detail));
@@ -84,7 +92,7 @@ impl Store {
             // leaves the WAL as it was.
             let _ = crate::checkpoint::pass(&mut conn);
         }
-        match begin_write(&mut conn, unflushed) {
+        match begin_write(&mut conn, how) {
             Ok(()) => Ok(conn),
             Err(first) => {
                 let fault = Fault::of(&first);
@@ -100,7 +108,7 @@ impl Store {
                 }
                 drop(conn);
                 let mut fresh = self.live_checkout()?;
-                begin_write(&mut fresh, unflushed).map_err(|e| {
+                begin_write(&mut fresh, how).map_err(|e| {
                     if Fault::of(&e).is_some_and(Fault::discards_connection) {
                         fresh.discard();
                     }
@@ -160,11 +168,25 @@ impl Store {
     }
 }
 
+/// How a write transaction begins ([`Store::begin_as`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Begin {
+    /// The `COMMIT` does not wait for the disk flush
+    /// ([`crate::group_commit::Durability::Unflushed`]).
+    pub unflushed: bool,
+    /// PostgreSQL: the longest a statement of the transaction waits for a lock (`SET LOCAL
+    /// lock_timeout`), instead of the connection's lock timeout. SQLite has one writer at a
+    /// time, which never waits for a row.
+    pub lock_wait: Option<std::time::Duration>,
+}
+
 /// `BEGIN IMMEDIATE` on SQLite (the write lock is taken now, not at the first write, so a
 /// transaction never fails half-way to upgrade a stale snapshot), `BEGIN` on PostgreSQL.
 /// `unflushed`: the `COMMIT` does not wait for the disk flush (on SQLite the pragma must be
-/// set outside a transaction; on PostgreSQL `SET LOCAL` ends with it).
-fn begin_write(conn: &mut DbConnection, unflushed: bool) -> diesel::QueryResult<()> {
+/// set outside a transaction; on PostgreSQL `SET LOCAL` ends with it). PostgreSQL's settings
+/// go in the `BEGIN`'s round trip.
+fn begin_write(conn: &mut DbConnection, how: Begin) -> diesel::QueryResult<()> {
+    let unflushed = how.unflushed;
     match conn {
         DbConnection::Sqlite(c) => {
             if unflushed {
@@ -179,11 +201,20 @@ fn begin_write(conn: &mut DbConnection, unflushed: bool) -> diesel::QueryResult<
             begun
         }
         DbConnection::Postgresql(c) => {
-            AnsiTransactionManager::begin_transaction(c)?;
+            let mut sql = String::from("BEGIN");
             if unflushed {
-                SimpleConnection::batch_execute(c, "SET LOCAL synchronous_commit = off")?;
+                sql.push_str("; SET LOCAL synchronous_commit = off");
             }
-            Ok(())
+            if let Some(wait) = how.lock_wait {
+                sql.push_str(&format!("; SET LOCAL lock_timeout = {}", wait.as_millis()));
+            }
+            let begun = AnsiTransactionManager::begin_transaction_sql(c, &sql);
+            if begun.is_err() {
+                // A setting refused after the BEGIN would leave a transaction Diesel does not
+                // know of: never back to the pool like that.
+                let _ = SimpleConnection::batch_execute(c, "ROLLBACK");
+            }
+            begun
         }
     }
 }
