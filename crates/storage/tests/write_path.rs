@@ -271,6 +271,14 @@ fn a_write_that_swallows_a_failed_statement_is_not_answered_as_stored() {
     assert_eq!(children(&store), 1);
 }
 
+/// A PostgreSQL store with a table `pair` of two counted rows, ids 1 and 2.
+fn pair_store() -> Option<(storage::testing::TestDatabase, Store)> {
+    postgres_store(
+        "CREATE TABLE pair (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); \
+         INSERT INTO pair VALUES (1, 0), (2, 0);",
+    )
+}
+
 /// The counts of table `pair`, by id.
 fn pair_counts(store: &Store) -> Vec<i64> {
     store
@@ -301,10 +309,7 @@ fn a_write_that_two_batches_deadlock_runs_again_and_both_commit() {
     use std::sync::{Arc, mpsc};
     use std::time::Duration;
     // (SQLite has one writer and no deadlock.)
-    let Some((_db, store)) = postgres_store(
-        "CREATE TABLE pair (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); \
-         INSERT INTO pair VALUES (1, 0), (2, 0);",
-    ) else {
+    let Some((_db, store)) = pair_store() else {
         return;
     };
     struct Conflicts(AtomicUsize);
@@ -369,10 +374,7 @@ fn a_write_waiting_for_a_lock_runs_again_until_it_is_free() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
-    let Some((_db, store)) = postgres_store(
-        "CREATE TABLE pair (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); \
-         INSERT INTO pair VALUES (1, 0), (2, 0);",
-    ) else {
+    let Some((_db, store)) = pair_store() else {
         return;
     };
     let mut holder = store.checkout().unwrap();
