@@ -52,6 +52,16 @@ finish() {
 }
 trap finish EXIT
 
+# hot_notes base n: creates n notes, prints their ids comma-separated.
+hot_notes() {
+  local i ids=()
+  for i in $(seq 1 "$2"); do
+    ids+=("$(curl -s -X POST -H 'content-type: application/json' -d '{"title":"hot","body":"0"}' "$1/notes" |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')")
+  done
+  (IFS=,; echo "${ids[*]}")
+}
+
 peak_kib() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
 # batch_stages url: the group-commit writers' batch counters from the server's /metrics (none
@@ -267,6 +277,9 @@ bench_backend() { # backend database_url seed_target
   ACCOUNTS=100 short "$backend" "writes: POST /accounts/{id}/events" "$base" scripts/bench/append_event.lua
   python3 scripts/bench/webhook_pool.py --secret "$WEBHOOK_SECRET" --count $((SHORT * 40000)) --out "$work/pool-$backend-writes"
   WEBHOOK_POOL="$work/pool-$backend-writes" short "$backend" "writes: POST /webhook" "$base/webhook" scripts/bench/post_webhook.lua
+  # Hot rows: every client editing the same two notes (on PostgreSQL the two writers' batches
+  # meet on them; group_commit::Locking::Unordered).
+  NOTE_IDS="$(hot_notes "$base" 2)" short "$backend" "hot rows: PUT /notes/{id}, 2 notes" "$base" scripts/bench/put_hot_notes.lua
   memory "$backend" "writes" "$pid"
   stop_server "$pid"
 }

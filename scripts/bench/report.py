@@ -298,6 +298,21 @@ DESIGN = """## Why a list costs what its page costs
   /notes` 6.2–8.6k → 6.7–8.6k req/s (mean 7.1k → 7.5k), signed webhooks 9.9–10.8k → 10.7–11.1k,
   the statements of a webhook batch 0.49–0.52 → 0.42–0.44 ms: a few percent, within this
   machine's noise for any one run.
+- **Hot rows on PostgreSQL: a write waits 20 ms for a row, not a deadlock's second.** The
+  `hot rows` run has every client editing the same two notes. PostgreSQL's two writers ran
+  their batches side by side, and a batch holds the rows of its earlier writes while a later
+  one waits: two batches that met on two notes in opposite orders deadlocked, which PostgreSQL
+  breaks only after `deadlock_timeout` (1 s), again and again. Measured on 2026-12-07 (release
+  build, fresh database, `wrk -c16 -d5s`): 13–38 edits a second with 2 s timeouts and 503s
+  (the same with four notes). Now a route write waits at most 20 ms for a row lock
+  (`SET LOCAL lock_timeout`, sent with the batch's `BEGIN`), then runs again in a later batch,
+  and for the next 5 s the writers run their batches' statements in turn, one batch's
+  `COMMIT` overlapping the next one's statements (`storage::group_commit::Locking`): 3.0–3.6k
+  edits a second, p99 8.5–10 ms. Always in turn cost uncontended creates 25–38% (`POST /notes`
+  4.0–4.9k against 6.5–6.6k), so batches run side by side until a write meets a lock; the
+  ledger's batches, which lock all their accounts in one sorted statement, always do. A
+  transfer, whose two accounts could join another write's locks in a shared batch, runs in a
+  transaction of its own. `db_write_conflicts_total` counts each run again by cause.
 - **Recording metrics costs the point read little.** The run measures `GET /notes/{id}` again
   on a second server over the same data with `METRICS=false` (the ratios above). Measured on
   2026-11-27 apart from a full run (release build, SQLite, 10,000 notes, `wrk -t1 -c16 -d5s`,
