@@ -45,6 +45,20 @@ pub struct Db {
 /// The header that carries a write's WAL position out, and back in on a later read.
 pub const CONSISTENCY_TOKEN: &str = "consistency-token";
 
+/// Whether a write shares the write queue's batches ([`Db::write_as`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// In the next batch of the group-commit queue, with the writes queued beside it.
+    Batch,
+    /// In a transaction of its own on PostgreSQL: for a write that locks rows of the ledger's
+    /// accounts (a transfer's two, in id order). In a shared batch its locks would add to those
+    /// of the writes before it, and two batches (or a batch and a ledger batch) could hold them
+    /// in opposite orders. Alone, its locks are taken in one sorted sweep, as every ledger
+    /// batch takes its own: no cycle can form. SQLite has one writer and no deadlock: there it
+    /// shares the queue's batches as usual.
+    Alone,
+}
+
 /// Where a write's audit row says it wrote.
 pub enum Wrote {
     /// The request's path.
@@ -163,8 +177,8 @@ impl Db {
     }
 
     /// Runs a write in a transaction that has committed when this returns `Ok`, with its audit
-    /// row (on the request's path). `f` may run more than once: on PostgreSQL a write that two
-    /// batches' locks deadlocked runs again in a later batch (`storage::write_queue`).
+    /// row (on the request's path). `f` may run more than once: on PostgreSQL a write that
+    /// waited for another batch's lock runs again in a later batch (`storage::write_queue`).
     pub async fn write<T, E, F>(&self, f: F) -> Result<T, ApiError>
     where
         F: Fn(&mut DbConnection) -> Result<T, E> + Send + 'static,
@@ -184,18 +198,16 @@ impl Db {
         E: std::error::Error + From<diesel::result::Error> + Send + 'static,
         ApiError: From<E>,
     {
-        let f = self.recorded(f, wrote);
-        self.queue.write(f).await.map_err(into_api_error)
+        self.write_as(Sharing::Batch, f, wrote).await
     }
 
-    /// [`Db::write_recorded`] in a transaction of its own on PostgreSQL: for a write that
-    /// locks rows of the ledger's accounts (a transfer's two, in id order). In a shared batch
-    /// its locks would add to those of the writes before it, so two batches could hold them in
-    /// opposite orders: a deadlock that PostgreSQL breaks only after `deadlock_timeout` (1 s),
-    /// one that a write meets up to `CONFLICT_TRIES` times before its 503. Alone, its locks are
-    /// taken in one sorted sweep, as every ledger batch takes its own: no cycle can form.
-    /// SQLite has one writer and no deadlock: there it shares the queue's batches as usual.
-    pub async fn write_alone_recorded<T, E, F, W>(&self, f: F, wrote: W) -> Result<T, ApiError>
+    /// [`Db::write_recorded`], sharing the write queue's batches or not as `sharing` says.
+    pub async fn write_as<T, E, F, W>(
+        &self,
+        sharing: Sharing,
+        f: F,
+        wrote: W,
+    ) -> Result<T, ApiError>
     where
         F: Fn(&mut DbConnection) -> Result<T, E> + Send + 'static,
         W: Fn(&T) -> Wrote + Send + 'static,
@@ -203,10 +215,11 @@ impl Db {
         E: std::error::Error + From<diesel::result::Error> + Send + 'static,
         ApiError: From<E>,
     {
-        if self.store.backend() == Backend::Sqlite {
-            return self.write_recorded(f, wrote).await;
+        let f = self.recorded(f, wrote);
+        if sharing == Sharing::Batch || self.store.backend() == Backend::Sqlite {
+            return self.queue.write(f).await.map_err(into_api_error);
         }
-        let (f, store) = (self.recorded(f, wrote), self.store.clone());
+        let store = self.store.clone();
         self.blocking(move || store.write(f))
             .await?
             .map_err(into_api_error)

@@ -21,7 +21,7 @@ use storage::DbConnection;
 
 use crate::actor::actor;
 use crate::answers;
-use crate::db::{Db, Wrote};
+use crate::db::{Db, Sharing, Wrote};
 use crate::error::ApiError;
 use crate::extract::HeaderDoc;
 use ownership::Actor;
@@ -130,29 +130,13 @@ impl KeyedCreate {
         T: Serialize + Addressable + Send + 'static,
         E: std::error::Error + ToProblem + From<diesel::result::Error> + Send + 'static,
     {
-        self.create_in(db, scope, body, create, Sharing::Batch)
+        self.create_as(db, scope, body, create, Sharing::Batch)
             .await
     }
 
-    /// [`KeyedCreate::create`] in a transaction of its own on PostgreSQL
-    /// ([`Db::write_alone_recorded`]): for a create that locks ledger accounts.
-    pub async fn create_alone<T, E, F>(
-        &self,
-        db: &Db,
-        scope: Scope,
-        body: &Map<String, Value>,
-        create: F,
-    ) -> Result<Created<T>, ApiError>
-    where
-        F: Fn(&mut DbConnection) -> Result<T, E> + Send + 'static,
-        T: Serialize + Addressable + Send + 'static,
-        E: std::error::Error + ToProblem + From<diesel::result::Error> + Send + 'static,
-    {
-        self.create_in(db, scope, body, create, Sharing::Alone)
-            .await
-    }
-
-    async fn create_in<T, E, F>(
+    /// [`KeyedCreate::create`], sharing the write queue's batches or not as `sharing` says
+    /// ([`Sharing::Alone`]: a create that locks ledger accounts).
+    pub async fn create_as<T, E, F>(
         &self,
         db: &Db,
         scope: Scope,
@@ -177,14 +161,14 @@ impl KeyedCreate {
             })
         };
         let Some(key) = self.caller_key(&scope, body)? else {
-            let answer = sharing.write(db, fresh, made_at).await?;
+            let answer = db.write_as(sharing, fresh, made_at).await?;
             return Ok(Created::new(answer, false));
         };
         let keyed = key.clone();
         let stamp = self.expiry.stamp();
-        let outcome = sharing
-            .write(
-                db,
+        let outcome = db
+            .write_as(
+                sharing,
                 move |c| idempotency::once(c, &keyed, &stamp, &fresh),
                 |o: &Outcome| match o.replayed {
                     true => Wrote::Nothing,
@@ -198,29 +182,6 @@ impl KeyedCreate {
                 answer_of(db, key).await
             }
             Err(e) => Err(e),
-        }
-    }
-}
-
-/// Whether a create shares the write queue's batches or runs alone (see [`Db`]).
-#[derive(Clone, Copy)]
-enum Sharing {
-    Batch,
-    Alone,
-}
-
-impl Sharing {
-    async fn write<T, E, F, W>(self, db: &Db, f: F, wrote: W) -> Result<T, ApiError>
-    where
-        F: Fn(&mut DbConnection) -> Result<T, E> + Send + 'static,
-        W: Fn(&T) -> Wrote + Send + 'static,
-        T: Send + 'static,
-        E: std::error::Error + From<diesel::result::Error> + Send + 'static,
-        ApiError: From<E>,
-    {
-        match self {
-            Sharing::Batch => db.write_recorded(f, wrote).await,
-            Sharing::Alone => db.write_alone_recorded(f, wrote).await,
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::context::Context;
 use crate::routes::dto::PageQuery;
 use crate::routes::dto::offset_page;
 use http_edge::conditional::{IfMatch, IfNoneMatchParam, Precondition, Tagged};
-use http_edge::db::Db;
+use http_edge::db::{Db, Sharing};
 use http_edge::error::ApiError;
 use http_edge::extract::{JsonObject, RawQuery};
 use http_edge::idempotent::{Created, KeyedCreate};
@@ -138,8 +138,10 @@ pub async fn transfer(
     let (input, actor) = (Transfer::from_json(&body)?, db.actor());
     let scope = Scope::of("create_transfer", &[]);
     let transfer = move |c: &mut _| service::transfer(c, &input, actor).map(TransferDto::from);
-    // Alone: in a shared batch its account locks would add to other transfers' (`Db`).
-    let created = keyed.create_alone(&db, scope, &body, transfer).await?;
+    // Alone: in a shared batch its account locks would add to other writes' (`Sharing`).
+    let created = keyed
+        .create_as(&db, scope, &body, transfer, Sharing::Alone)
+        .await?;
     let account = |field| body.get(field).and_then(|v| v.as_str()).unwrap_or_default();
     context.events_committed(&[account("from"), account("to")]);
     Ok(created)
