@@ -33,27 +33,11 @@ impl Store {
     /// `held` or on a connection from the pool. A `BEGIN` that fails for a reason that
     /// condemns the connection is tried once more on a fresh one.
     pub fn begin(&self, held: Option<PooledConn>) -> Result<PooledConn, StoreError> {
-        self.begin_with(held, Begin::default())
+        self.begin_as(held, Begin::default())
     }
 
-    /// [`Store::begin`] for a transaction whose `COMMIT` does not wait for the disk flush
-    /// ([`crate::group_commit::Durability::Unflushed`]). On SQLite the setting is the
-    /// connection's: it stays until [`Store::flush_in_commit`] sets it back, which the holder
-    /// must do before the connection goes back to the pool.
-    pub fn begin_unflushed(&self, held: Option<PooledConn>) -> Result<PooledConn, StoreError> {
-        let unflushed = Begin {
-            unflushed: true,
-            ..Begin::default()
-        };
-        self.begin_with(held, unflushed)
-    }
-
-    /// [`Store::begin`] as `how` says (a group-commit batch's way).
-    pub fn begin_as(&self, held: Option<PooledConn>, how: Begin) -> Result<PooledConn, StoreError> {
-        self.begin_with(held, how)
-    }
-
-    /// Sets a connection [`Store::begin_unflushed`] began on back to the store's durability.
+    /// Sets a connection begun `unflushed` ([`Store::begin_as`]) back to the store's
+    /// durability.
     pub fn flush_in_commit(&self, conn: &mut PooledConn) {
         if conn.is_discarded() || self.shared.database.synchronous != crate::Synchronous::Full {
             return;
@@ -67,7 +51,10 @@ impl Store {
         }
     }
 
-    fn begin_with(&self, held: Option<PooledConn>, how: Begin) -> Result<PooledConn, StoreError> {
+    /// [`Store::begin`] as `how` says (a group-commit batch's way). `unflushed`: on SQLite the
+    /// setting is the connection's, and stays until [`Store::flush_in_commit`] sets it back,
+    /// which the holder must do before the connection goes back to the pool.
+    pub fn begin_as(&self, held: Option<PooledConn>, how: Begin) -> Result<PooledConn, StoreError> {
         // SQLite already commits without a flush under `synchronous=normal`.
         let how = Begin {
             unflushed: how.unflushed
