@@ -159,6 +159,19 @@ DESIGN = """## Why a list costs what its page costs
   `GET /users/{id}/tokens` of the ~100,000 tokens the token writes leave took the server from
   53 to 92 MiB for that answer (every token, as the spec's list has it, held at once); the
   bench now reads them page by page, as a client of a user with that many tokens should.
+- **The server keeps four malloc arenas.** glibc gives a thread that finds the allocator busy an
+  arena of its own, up to eight per core, and each arena keeps what was freed into it: the
+  server's busy threads (two actix workers, the blocking threads of database calls, the
+  group-commit writers) held one each, and the SQLite peak of full runs had crept to 70–99 MiB
+  (77 in the run below). `server` now caps them at four (`mallopt(M_ARENA_MAX)`, first thing in
+  `main`; an operator's `MALLOC_ARENA_MAX` or `GLIBC_TUNABLES` wins). Measured on 2026-12-07 on
+  a slower host (`just bench` on SQLite alone, `BENCH_DURATION=3 BENCH_SHORT=3`, one run each):
+  peak 43 / 65 / 73 / 74 MiB after the four sections before, 38 / 51 / 51 / 51 MiB after; on a
+  1,000,000-row file through the curve's deep pages and every list (16 connections), 50–52 MiB
+  before and 47 after. Two arenas saved 3 MiB more but cost point reads 15% (threads queued on the
+  allocator's locks); four cost them nothing measurable (four alternating rounds, 15.0k against
+  15.7k req/s) and `POST /notes` perhaps 3% (7.6k against 7.4k, three rounds, inside this host's
+  noise). mimalloc (81 MiB) and jemalloc (58 MiB) held more than glibc on the same run.
 - **Each list is compared with the point read run just before it** (same tables, neighbouring
   seconds; the ceiling is measured the same way): this shared 2-core machine drifts by more
   than the margins being checked over a section's few minutes.
