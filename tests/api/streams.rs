@@ -23,6 +23,7 @@ api_tests!(
 backend_tests!(
     a_second_server_on_the_same_database_wakes_the_stream,
     a_caught_up_stream_is_handed_each_event_and_reads_only_what_it_missed,
+    another_servers_burst_of_many_batches_arrives_by_the_next_poll,
     a_client_holds_at_most_its_share_of_streams,
     an_idle_stream_beats_and_ends_with_its_last_event_id,
 );
@@ -367,6 +368,40 @@ async fn a_caught_up_stream_is_handed_each_event_and_reads_only_what_it_missed(b
             Some(&*message.data["sequence"].to_string())
         );
     }
+    handle.stop(false).await;
+}
+
+/// A caught-up stream finds another server's commits at its poll, and that poll reads them all,
+/// batch after batch (`STREAM_BATCH` events each) until a read finds none, rather than one
+/// batch per poll: a burst of five batches arrives within three polls of its last commit. (The
+/// read-on after a gap that a hand-over shows is tested beside the stream, `http_edge::sse`.)
+async fn another_servers_burst_of_many_batches_arrives_by_the_next_poll(backend: Backend) {
+    const POLL: Duration = Duration::from_secs(2);
+    let Some((app, other_base, handle)) = two_servers(backend, POLL).await else {
+        return eprintln!("TEST_POSTGRES_URL not set: skipped");
+    };
+    app.open_account("ann", "Ann").await;
+    let mut stream = Sse::open(&app, "/accounts/ann/events/stream", None).await;
+    assert_eq!(sequences(&stream.events(1).await), [1]);
+    // Handed over here: the stream is caught up and waits for hand-overs and its poll.
+    app.deposit("ann", 1).await;
+    assert_eq!(sequences(&stream.events(1).await), [2]);
+
+    let burst = 5 * usize::try_from(ledger::service::STREAM_BATCH).unwrap();
+    let deposits = (0..burst).map(|n| deposit_at(&app, &other_base, "ann", 10 + n as i64));
+    futures_util::stream::iter(deposits)
+        .buffer_unordered(8)
+        .for_each(|()| async {})
+        .await;
+    let written = tokio::time::Instant::now();
+    let burst_seen = stream.events(burst).await;
+    let took = written.elapsed();
+    let last = i64::try_from(burst).unwrap() + 2;
+    assert_eq!(sequences(&burst_seen), (3..=last).collect::<Vec<_>>());
+    assert!(
+        took < 3 * POLL,
+        "the burst's last event came {took:?} after its commit, polls every {POLL:?}"
+    );
     handle.stop(false).await;
 }
 

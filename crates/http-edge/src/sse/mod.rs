@@ -300,16 +300,12 @@ impl From<Unwrapped> for ApiError {
     }
 }
 
-impl<C: Clone + Send + 'static> Responder for EventStream<C> {
-    type Body = actix_web::body::BoxBody;
-
-    fn respond_to(self, req: &HttpRequest) -> HttpResponse {
-        let problem_base = crate::Edge::of(req)
-            .map(|e| e.problems.resolve(req))
-            .unwrap_or_else(|_| "/problems".to_owned());
+impl<C: Clone + Send + 'static> EventStream<C> {
+    /// The stream's state as it begins: it follows its topic's wake-ups from now on.
+    fn start(self, problem_base: String) -> State<C> {
         let streams = Arc::clone(&self.slot.streams);
         let now = Instant::now();
-        let state = State {
+        State {
             wake: streams.follow(self.topic.clone()),
             limits: streams.limits,
             stream: self,
@@ -321,7 +317,18 @@ impl<C: Clone + Send + 'static> Responder for EventStream<C> {
             problem_base,
             opening: true,
             done: false,
-        };
+        }
+    }
+}
+
+impl<C: Clone + Send + 'static> Responder for EventStream<C> {
+    type Body = actix_web::body::BoxBody;
+
+    fn respond_to(self, req: &HttpRequest) -> HttpResponse {
+        let problem_base = crate::Edge::of(req)
+            .map(|e| e.problems.resolve(req))
+            .unwrap_or_else(|_| "/problems".to_owned());
+        let state = self.start(problem_base);
         HttpResponse::Ok()
             .content_type("text/event-stream")
             .insert_header((CACHE_CONTROL, "no-store"))
@@ -352,5 +359,97 @@ impl<C> apistos::ApiComponent for EventStream<C> {
             &message,
             v,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicBool;
+
+    use storage::testing::TestDatabase;
+    use storage::{Backend, Database, Store};
+
+    use super::*;
+
+    /// Events a fetch finds per read.
+    const BATCH: usize = 3;
+
+    fn frame(sequence: i64) -> Frame {
+        Frame {
+            id: sequence.to_string(),
+            data: format!("{{\"sequence\":{sequence}}}"),
+        }
+    }
+
+    /// The ids of the events in a chunk.
+    fn ids(chunk: &[u8]) -> Vec<i64> {
+        let text = std::str::from_utf8(chunk).unwrap();
+        let ids = text.lines().filter_map(|l| l.strip_prefix("id: "));
+        ids.map(|id| id.parse().unwrap()).collect()
+    }
+
+    /// A stream of topic `ann` whose database is `committed` (what every process committed),
+    /// read `BATCH` events at a time; it never polls on its own within the test.
+    fn stream(db: &TestDatabase, committed: &Arc<Mutex<Vec<i64>>>) -> (Arc<Streams>, State<i64>) {
+        let sent =
+            prometheus::IntCounterVec::new(prometheus::Opts::new("sent", "sent"), &["source"])
+                .unwrap();
+        let limits = StreamLimits {
+            poll: Duration::from_secs(3_600),
+            heartbeat: Duration::from_secs(3_600),
+            ..StreamLimits::default()
+        };
+        let streams = Streams::new(limits, Arc::new(AtomicBool::new(false)), &sent);
+        let req = actix_web::test::TestRequest::default().to_http_request();
+        let slot = streams.slot(&req).unwrap();
+        let store = Store::open(Database::parse(&db.url).unwrap(), 2).unwrap();
+        let committed = Arc::clone(committed);
+        let fetch = move |_: &mut DbConnection, after: &i64| {
+            let all = committed.lock().unwrap();
+            let next = all.iter().filter(|s| **s > *after).take(BATCH);
+            Ok::<_, ApiError>(next.map(|s| (*s, frame(*s))).collect())
+        };
+        let state = EventStream::new(slot, Db::new(store), 0, fetch)
+            .following("ann".to_owned())
+            .start("/problems".to_owned());
+        (streams, state)
+    }
+
+    /// The next chunk, which must come at once (the stream never polls here).
+    async fn next(state: State<i64>) -> (Bytes, State<i64>) {
+        let (chunk, state) = tokio::time::timeout(Duration::from_secs(10), state.next())
+            .await
+            .expect("the stream sends without waiting for its poll")
+            .expect("the stream goes on");
+        (chunk.unwrap(), state)
+    }
+
+    /// A hand-over that shows a gap is read from the database; when that read fills a batch,
+    /// more may have been committed elsewhere (another process's burst), and the stream reads
+    /// on until a read finds nothing, even though nothing handed over follows its position.
+    #[tokio::test]
+    async fn a_read_that_fills_a_batch_reads_on_whatever_was_handed_over() {
+        let db = TestDatabase::create(Backend::Sqlite, None)
+            .unwrap()
+            .unwrap();
+        let committed = Arc::new(Mutex::new(vec![1, 2]));
+        let (streams, state) = stream(&db, &committed);
+        let (_, state) = next(state).await; // the `retry` line
+        let (chunk, mut state) = next(state).await;
+        assert_eq!(ids(&chunk), [1, 2]);
+        // Caught up: the next look finds nothing, and the stream waits for hand-overs.
+        assert_eq!(state.read().await.unwrap(), []);
+
+        // Another process commits 3, this one 4 (handed over here), the other 5..=12.
+        committed.lock().unwrap().extend(3..=12);
+        streams.committed("ann", 4, || frame(4));
+        let mut sent = Vec::new();
+        while sent.len() < 10 {
+            let (chunk, more) = next(state).await;
+            sent.extend(ids(&chunk));
+            state = more;
+        }
+        assert_eq!(sent, (3..=12).collect::<Vec<_>>());
     }
 }
