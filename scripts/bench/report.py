@@ -366,7 +366,13 @@ DESIGN = """## Why a list costs what its page costs
   gave 0.84× (10 endpoints) and 0.71× (streams): under `synchronous=FULL` SQLite's appends are
   bound by the latency of their flushes, which the log rows' extra WAL makes longer. The
   time from an append to its arrival is measured at 200 appends a second: a stream's p50 is a
-  few milliseconds; an endpoint's adds the 20 ms round spacing.
+  few milliseconds; an endpoint's adds the 20 ms round spacing. Where ten endpoints' cost
+  goes on SQLite (2026-12-07, the writers' `db_batch_seconds`, three rounds): the dispatcher's
+  writer holds the write lock 1.0–1.5 ms per batch, about 55 times a second (some 110 log rows
+  and the cursors; two thirds of it the log's multi-row insert, a third of that preparing and
+  binding the statement); each batch of appends waits 0.1–0.26 ms for it, and their flushes
+  carry its pages. Logging the rows one by one through a statement prepared once was slower
+  (1.8–2.1 ms per batch), and was not kept.
 - **What `synchronous=FULL` costs is flush latency, not the write lock.** Moving the flush out
   of the write lock was tried (batches committed with `synchronous=NORMAL`, a thread doing one
   `fdatasync` of the WAL for every batch committed before it began, callers answered after it,
