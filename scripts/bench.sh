@@ -97,8 +97,21 @@ replay() { REQUESTS="$work/pools/$4.txt" short "$1" "$2" "$3" scripts/bench/repl
 # memory backend section pid: the server's peak resident memory so far, after this section.
 memory() { echo "$1 $2 $(peak_kib "$3")" >> "$results/memory"; }
 
-# total base path: the `total` of a list's first page.
-total() { curl -s "$1$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])'; }
+# total base path: the `total` of a list's first page. Asked again for up to a minute while the
+# server answers without one: right after the curve's deepest offset pages (seconds each on a
+# slow host), their queries still hold the pool's connections and a list may be answered 503.
+total() {
+  local body
+  for _ in $(seq 60); do
+    body=$(curl -s "$1$2")
+    if python3 -c 'import json,sys; print(json.loads(sys.argv[1])["total"])' "$body" 2>/dev/null; then
+      return 0
+    fi
+    sleep 1
+  done
+  echo "no total from $2 within a minute: $body" >&2
+  return 1
+}
 
 # seed backend database_url ARGS...: `server seed` on the running server's database, then on
 # PostgreSQL what an operator does after a bulk load, so that the timed runs after it do not
