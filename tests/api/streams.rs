@@ -23,7 +23,7 @@ api_tests!(
 backend_tests!(
     a_second_server_on_the_same_database_wakes_the_stream,
     a_caught_up_stream_is_handed_each_event_and_reads_only_what_it_missed,
-    another_servers_burst_of_many_batches_arrives_by_the_next_poll,
+    another_servers_burst_of_many_batches_arrives_within_three_polls,
     a_client_holds_at_most_its_share_of_streams,
     an_idle_stream_beats_and_ends_with_its_last_event_id,
 );
@@ -375,7 +375,7 @@ async fn a_caught_up_stream_is_handed_each_event_and_reads_only_what_it_missed(b
 /// batch after batch (`STREAM_BATCH` events each) until a read finds none, rather than one
 /// batch per poll: a burst of five batches arrives within three polls of its last commit. (The
 /// read-on after a gap that a hand-over shows is tested beside the stream, `http_edge::sse`.)
-async fn another_servers_burst_of_many_batches_arrives_by_the_next_poll(backend: Backend) {
+async fn another_servers_burst_of_many_batches_arrives_within_three_polls(backend: Backend) {
     const POLL: Duration = Duration::from_secs(2);
     let Some((app, other_base, handle)) = two_servers(backend, POLL).await else {
         return eprintln!("TEST_POSTGRES_URL not set: skipped");

@@ -71,14 +71,8 @@ impl Recent {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::frame;
     use super::*;
-
-    fn frame(sequence: i64) -> Frame {
-        Frame {
-            id: sequence.to_string(),
-            data: format!("{{\"sequence\":{sequence}}}"),
-        }
-    }
 
     fn handed(sequences: &[i64]) -> Recent {
         let mut recent = Recent::default();

@@ -375,7 +375,8 @@ mod tests {
     /// Events a fetch finds per read.
     const BATCH: usize = 3;
 
-    fn frame(sequence: i64) -> Frame {
+    /// The event at `sequence`, as a commit hands it over.
+    pub(super) fn frame(sequence: i64) -> Frame {
         Frame {
             id: sequence.to_string(),
             data: format!("{{\"sequence\":{sequence}}}"),
