@@ -1,12 +1,13 @@
-//! The dispatcher sends at the lowest CPU priority, and only its sending thread does: the
-//! threads that run its database calls (which may hold the SQLite write lock) keep the normal
-//! one, so that no append waits behind a descheduled holder.
+//! The dispatcher sends at the lowest CPU priority (nice 19, in the idle scheduling class), and
+//! only its sending thread does so: its writer's thread (which may hold the SQLite write lock)
+//! keeps the normal one, so that no append waits behind a descheduled holder, and the thread
+//! that started it is left as it was.
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use outbound_webhooks::SigningKey;
 use outbound_webhooks::dispatch::{Dispatcher, Settings};
-use storage::testing::{TestDatabase, nice_of, nice_values_once};
+use storage::testing::{TestDatabase, nice_of, nice_values_once, policy_of, threads_named};
 use storage::{Backend, Database, Store};
 
 #[test]
@@ -19,10 +20,37 @@ fn the_sending_thread_runs_at_the_lowest_priority() {
         key: SigningKey::new(vec![7u8; 32]),
         ..Settings::default()
     };
-    let own = nice_of("self");
+    let own = (nice_of("self"), policy_of("self"));
     let dispatcher = Dispatcher::start(store, settings).unwrap();
     let niced = nice_values_once("webhook-dispatc", storage::CHECKPOINTER_NICE);
     assert_eq!(niced, [storage::CHECKPOINTER_NICE]);
-    assert_eq!(nice_of("self"), own, "the caller's priority changed");
+    // The class is set after the nice value, by the same thread: wait for it too.
+    const SCHED_IDLE: i32 = 5;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let policies = loop {
+        let policies: Vec<_> = threads_named("webhook-dispatc")
+            .iter()
+            .filter_map(|t| policy_of(t))
+            .collect();
+        if policies == [SCHED_IDLE] || std::time::Instant::now() > deadline {
+            break policies;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert_eq!(policies, [SCHED_IDLE]);
+    // The writer's thread, which holds the SQLite write lock, keeps the normal class.
+    let writers: Vec<_> = threads_named("group-commit")
+        .iter()
+        .filter_map(|t| policy_of(t))
+        .collect();
+    assert!(
+        !writers.is_empty() && writers.iter().all(|&p| p == 0),
+        "{writers:?}"
+    );
+    assert_eq!(
+        (nice_of("self"), policy_of("self")),
+        own,
+        "the caller's priority changed"
+    );
     drop(dispatcher);
 }

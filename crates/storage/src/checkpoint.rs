@@ -159,6 +159,26 @@ pub fn lower_own_priority(nice: i32) {
     let _ = nice;
 }
 
+/// Puts the calling thread in Linux's idle scheduling class (`SCHED_IDLE`), after
+/// [`lower_own_priority`]`(`[`CHECKPOINTER_NICE`]`)`: for background work that may take any
+/// spare CPU but must give the core up the moment a request's thread wakes. At nice 19 a
+/// thread still ran on for part of its slice when one woke (the kernel's EEVDF scheduler), and
+/// the webhook dispatcher, which sends whenever a core is free, cost appends with ten endpoints
+/// 22-35% of their rate on SQLite; in the idle class, 2-16% (docs/PERFORMANCE.md). Per thread,
+/// as the nice value is. Where the class is refused or absent, the nice value stays. The same
+/// caution holds: never on a thread that may hold the SQLite write lock.
+pub fn idle_own_priority() {
+    lower_own_priority(CHECKPOINTER_NICE);
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code)]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: pid 0 names the calling thread; `param` is a valid `sched_param` that lives
+        // through the call, which only reads it.
+        let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &raw const param) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,7 +24,9 @@ pub use backend::{
     Backend, Conn, Database, DbConnection, Pool, PooledConn, SQLITE_CACHE_KIB, StorageError,
     Synchronous, Timeouts,
 };
-pub use checkpoint::{CATCH_UP_FRAMES, CHECKPOINTER_NICE, REWIND_AT_FRAMES, lower_own_priority};
+pub use checkpoint::{
+    CATCH_UP_FRAMES, CHECKPOINTER_NICE, REWIND_AT_FRAMES, idle_own_priority, lower_own_priority,
+};
 pub use fault::{Failure, Fault, StoreError};
 pub use group_commit::GroupCommit;
 pub use migrations::{

@@ -161,6 +161,20 @@ pub fn nice_values_once(comm: &str, expected: i32) -> Vec<i32> {
 /// after the parenthesised name; `None` when it cannot be read (the thread ended).
 #[cfg(target_os = "linux")]
 pub fn nice_of(tid: &str) -> Option<i32> {
+    stat_field(tid, 19)
+}
+
+/// A thread's scheduling policy (`"self"`: the calling thread's), as `sched_setscheduler`
+/// numbers them (0 normal, 5 idle): field 41 of its `stat`.
+#[cfg(target_os = "linux")]
+pub fn policy_of(tid: &str) -> Option<i32> {
+    stat_field(tid, 41)
+}
+
+/// Field `n` (numbered from 1, as proc(5) does) of a thread's `stat`, counted after the
+/// parenthesised name (field 2, which may hold spaces).
+#[cfg(target_os = "linux")]
+fn stat_field(tid: &str, n: usize) -> Option<i32> {
     let path = if tid == "self" {
         "/proc/thread-self/stat".to_owned()
     } else {
@@ -168,5 +182,5 @@ pub fn nice_of(tid: &str) -> Option<i32> {
     };
     let stat = std::fs::read_to_string(path).ok()?;
     let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(16)?.parse().ok()
+    after_name.split_whitespace().nth(n - 3)?.parse().ok()
 }

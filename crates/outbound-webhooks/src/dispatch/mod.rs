@@ -15,14 +15,17 @@
 //! - **Isolation.** The dispatcher has its own thread and runtime; appends never wait for it.
 //!   Endpoints are delivered concurrently (`concurrency` at a time), so a slow or dead one
 //!   delays only itself.
-//! - **Cheap beside the appends.** The dispatcher's thread runs at the lowest CPU priority; its
+//! - **Cheap beside the appends.** The dispatcher's sending thread runs in the idle scheduling
+//!   class (`SCHED_IDLE`, [`storage::idle_own_priority`]): it takes only CPU that nothing else
+//!   wants, and gives a core up the moment a request's thread wakes; its
 //!   writes (leases, log rows, cursors) share transactions through a group commit of their own
 //!   instead of one transaction each, and do not wait for the disk flush (a power loss may take
 //!   the last of them: the events after the cursor it leaves are sent again, with the same
 //!   `webhook-id`; the appends themselves are flushed before anyone can read them); and a
 //!   round of deliveries starts at most every [`ROUND_SPACING`], so that under a stream of
-//!   appends each round carries several events instead of one. With 10 endpoints following 100 accounts, appends ran at 0.43× of
-//!   their rate with none (docs/PERFORMANCE.md).
+//!   appends each round carries several events instead of one. With 10 endpoints following 100
+//!   accounts, appends ran at 0.43× of their rate with none before these, 0.84-0.98× after
+//!   (SQLite; docs/PERFORMANCE.md).
 //! - **Several processes.** An endpoint is delivered by the process holding its lease (a row
 //!   update, renewed with every cursor write, lost when not renewed for `lease`): one at a time,
 //!   so order holds across instances.
@@ -231,8 +234,10 @@ fn run(inner: std::sync::Weak<Inner>) {
         }
     };
     // Sending is background work: under a full CPU the appends it follows go first, and the
-    // deliveries catch up when the load eases (their order and the log are unaffected).
-    storage::lower_own_priority(storage::CHECKPOINTER_NICE);
+    // deliveries catch up when the load eases (their order and the log are unaffected). The
+    // idle class, not only nice 19: a niced thread still finished part of its slice before a
+    // woken request thread got the core, and sending runs whenever a core is free.
+    storage::idle_own_priority();
     runtime.block_on(async move {
         let Some(concurrency) = inner.upgrade().map(|i| i.settings.concurrency.max(1)) else {
             return;
