@@ -346,9 +346,9 @@ DESIGN = """## Why a list costs what its page costs
   appends' flushes (10 endpoints 0.43×; its writes now share a group commit that does not wait
   for the flush, since a lost position only means a delivery sent again, and a round of
   deliveries starts at most every 20 ms so that it carries several events); and its sending
-  competed for the CPU (its thread now runs at nice 19; since this run its blocking threads,
-  which only read, run at nice 19 too, and a round's attempts are logged by one multi-row
-  insert). 10 endpoints went from 0.43× to
+  competed for the CPU (its thread then ran at nice 19, its blocking threads, which only read,
+  too, and a round's attempts were logged by one multi-row insert; all three changed on
+  2026-12-07, below). 10 endpoints went from 0.43× to
   0.51–0.57×, 1 endpoint from 0.68× to 0.73–0.74×; on PostgreSQL 1.02×, 0.77× and streams
   0.80× (the previous full run: SQLite 0.77×, 0.54×, 0.72×; PostgreSQL 0.89×, 0.88×, 0.78×; this one, on a faster host and with two PostgreSQL writers, in the ratios below). What
   remains is the work itself on two shared cores: ten signed `POST`s per append
@@ -381,7 +381,12 @@ DESIGN = """## Why a list costs what its page costs
   Same server, three rounds each, alternating: 10 endpoints went from 0.78×, 0.65×, 0.75× of
   none (nice 19) to 0.84×, 0.98×, 0.86× (idle class) on SQLite; the appends' batches ran
   0.29–0.34 ms instead of 0.38–0.50 ms, and the dispatcher still wrote 83–90 batches a
-  second. And **a round's attempts are logged by one statement of fixed text** that takes
+  second. With it, nothing a request thread takes is held by that thread: a commit sets a
+  flag it looks at every 20 ms instead of waking its runtime (whose queue's lock a
+  descheduled idle thread could hold while a request thread waits), and its reads run on
+  four threads of their own, started before it changes class, at nice 19 in the normal class
+  (a thread it started would be in the idle class for good, and a read starved there would
+  hold a pooled connection). And **a round's attempts are logged by one statement of fixed text** that takes
   them as one JSON array (`json_each` on SQLite, `jsonb_array_elements` on PostgreSQL)
   instead of a multi-row insert binding 11 values a row: the dispatcher's batch now runs
   0.65–0.85 ms inside the write lock, statements and commit (1.0–1.5 ms before, on a slower

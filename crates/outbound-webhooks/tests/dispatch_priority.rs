@@ -1,7 +1,7 @@
 //! The dispatcher sends at the lowest CPU priority (nice 19, in the idle scheduling class), and
-//! only its sending thread does so: its writer's thread (which may hold the SQLite write lock)
-//! keeps the normal one, so that no append waits behind a descheduled holder, and the thread
-//! that started it is left as it was.
+//! only its sending thread does so: the threads that run its reads (which hold pooled
+//! connections) stay in the normal class at nice 19, its writer (which may hold the SQLite
+//! write lock) keeps the normal priority, and the thread that started it is left as it was.
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -38,15 +38,17 @@ fn the_sending_thread_runs_at_the_lowest_priority() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     };
     assert_eq!(policies, [SCHED_IDLE]);
-    // The writer's thread, which holds the SQLite write lock, keeps the normal class.
-    let writers: Vec<_> = threads_named("group-commit")
+    // The readers: niced, but not in the idle class (a thread the sender created would be).
+    let readers = nice_values_once("webhook-reads", storage::CHECKPOINTER_NICE);
+    assert!(
+        !readers.is_empty() && readers.iter().all(|&n| n == storage::CHECKPOINTER_NICE),
+        "{readers:?}"
+    );
+    let classes: Vec<_> = threads_named("webhook-reads")
         .iter()
         .filter_map(|t| policy_of(t))
         .collect();
-    assert!(
-        !writers.is_empty() && writers.iter().all(|&p| p == 0),
-        "{writers:?}"
-    );
+    assert!(classes.iter().all(|&p| p == 0), "{classes:?}");
     assert_eq!(
         (nice_of("self"), policy_of("self")),
         own,

@@ -33,9 +33,11 @@
 //! updates of 1,000,000 notes at 16 connections went from a p99 of 9.8–11 ms to 4.0–4.7 ms at
 //! the same throughput (20–23k/s); appends did not change.
 //!
-//! The thread runs at the lowest CPU priority ([`CHECKPOINTER_NICE`]): its work is never on a
+//! The thread runs at the lowest nice priority ([`CHECKPOINTER_NICE`]): its work is never on a
 //! request's path, and at normal priority it took the CPU from the request and writer threads
-//! at random moments (`POST /webhook` on SQLite +4% with it niced; docs/webhooks.md).
+//! at random moments (`POST /webhook` on SQLite +4% with it niced; docs/webhooks.md). It stays
+//! in the normal scheduling class, not the idle one ([`crate::idle_own_priority`]): under a
+//! full CPU it must still get its small share, or the WAL grows.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,6 +46,7 @@ use std::time::Duration;
 
 use diesel::RunQueryDsl;
 
+use crate::priority::{CHECKPOINTER_NICE, lower_own_priority};
 use crate::{Database, DbConnection};
 
 /// How often the thread looks at the WAL while there are writes, and while there are none.
@@ -57,12 +60,6 @@ pub const REWIND_AT_FRAMES: i32 = 1_000;
 /// At most this many frames are copied while writers wait: about 1 MiB, measured at about
 /// 0.5 ms including the fsync.
 pub const CATCH_UP_FRAMES: i32 = 256;
-
-/// The checkpointer's nice value: the lowest priority a thread can give itself. It still runs
-/// when both cores are busy (a nice-19 thread gets ~1.5% of a core against a nice-0 one), so
-/// the WAL keeps being copied back and cannot grow without bound; `wal_autocheckpoint` stays
-/// the backstop.
-pub const CHECKPOINTER_NICE: i32 = 19;
 
 /// What `PRAGMA wal_checkpoint` answers.
 #[derive(diesel::QueryableByName)]
@@ -145,38 +142,6 @@ pub fn start(
             }
         });
     stop
-}
-
-/// Gives the calling thread the nice value `nice`, for background work that must never take
-/// the CPU from requests. Linux keeps a nice value per thread, and `setpriority(PRIO_PROCESS,
-/// 0, …)` changes only the calling thread's. Elsewhere that call would change the whole
-/// process, so it is not made. A thread that may hold the SQLite write lock must not call it:
-/// descheduled under load, it would keep every writer waiting.
-pub fn lower_own_priority(nice: i32) {
-    #[cfg(target_os = "linux")]
-    let _ = rustix::process::setpriority_process(None, nice);
-    #[cfg(not(target_os = "linux"))]
-    let _ = nice;
-}
-
-/// Puts the calling thread in Linux's idle scheduling class (`SCHED_IDLE`), after
-/// [`lower_own_priority`]`(`[`CHECKPOINTER_NICE`]`)`: for background work that may take any
-/// spare CPU but must give the core up the moment a request's thread wakes. At nice 19 a
-/// thread still ran on for part of its slice when one woke (the kernel's EEVDF scheduler), and
-/// the webhook dispatcher, which sends whenever a core is free, cost appends with ten endpoints
-/// 22-35% of their rate on SQLite; in the idle class, 2-16% (docs/PERFORMANCE.md). Per thread,
-/// as the nice value is. Where the class is refused or absent, the nice value stays. The same
-/// caution holds: never on a thread that may hold the SQLite write lock.
-pub fn idle_own_priority() {
-    lower_own_priority(CHECKPOINTER_NICE);
-    #[cfg(target_os = "linux")]
-    #[allow(unsafe_code)]
-    {
-        let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: pid 0 names the calling thread; `param` is a valid `sched_param` that lives
-        // through the call, which only reads it.
-        let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &raw const param) };
-    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod files;
 pub mod group_commit;
 mod migrations;
 pub mod observe;
+mod priority;
 pub mod replicas;
 pub mod seed;
 mod store;
@@ -24,15 +25,14 @@ pub use backend::{
     Backend, Conn, Database, DbConnection, Pool, PooledConn, SQLITE_CACHE_KIB, StorageError,
     Synchronous, Timeouts,
 };
-pub use checkpoint::{
-    CATCH_UP_FRAMES, CHECKPOINTER_NICE, REWIND_AT_FRAMES, idle_own_priority, lower_own_priority,
-};
+pub use checkpoint::{CATCH_UP_FRAMES, REWIND_AT_FRAMES};
 pub use fault::{Failure, Fault, StoreError};
 pub use group_commit::GroupCommit;
 pub use migrations::{
     Migrated, MigrationError, applied_migrations, migrate, migration_names, revert_all_migrations,
     run_migrations, run_migrations_patiently,
 };
+pub use priority::{CHECKPOINTER_NICE, idle_own_priority, lower_own_priority};
 pub use store::{Begin, FAULT_MEMORY, Store};
 pub use write_queue::WriteQueue;
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 use storage::timestamp::database_ms;
 
 use super::attempt::Logged;
-use super::{Inner, YIELD_AFTER, blocking, say};
+use super::{Inner, YIELD_AFTER, say};
 use crate::repo::{self, Due};
 use crate::{Error, SigningKey};
 
@@ -62,11 +62,13 @@ impl Inner {
         loop {
             let store = self.store.clone();
             let (after, owner) = (cursor, endpoint.owner_id);
-            let (batch, head) = blocking(move || {
-                store.read(|c| Ok::<_, Error>(ledger::repo::feed_batch(c, after, owner, BATCH)?))
-            })
-            .await
-            .map_err(say)?;
+            let (batch, head) = (self.readers)
+                .run(move || {
+                    store
+                        .read(|c| Ok::<_, Error>(ledger::repo::feed_batch(c, after, owner, BATCH)?))
+                })
+                .await
+                .map_err(say)?;
             let mut whole = i64::try_from(batch.len()).unwrap_or(BATCH) < BATCH;
             let (mut log, mut waits) = (Vec::new(), None);
             for (position, event) in batch {

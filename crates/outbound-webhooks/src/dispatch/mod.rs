@@ -17,24 +17,31 @@
 //!   delays only itself.
 //! - **Cheap beside the appends.** The dispatcher's sending thread runs in the idle scheduling
 //!   class (`SCHED_IDLE`, [`storage::idle_own_priority`]): it takes only CPU that nothing else
-//!   wants, and gives a core up the moment a request's thread wakes; its
-//!   writes (leases, log rows, cursors) share transactions through a group commit of their own
-//!   instead of one transaction each, and do not wait for the disk flush (a power loss may take
-//!   the last of them: the events after the cursor it leaves are sent again, with the same
-//!   `webhook-id`; the appends themselves are flushed before anyone can read them); and a
+//!   wants, and gives a core up the moment a request's thread wakes. Nothing a request thread
+//!   takes is held by it: a commit only sets a flag it looks at ([`Dispatcher::notify`]), its
+//!   reads run on threads of the normal class (`readers`), and its writes (leases, log rows,
+//!   cursors) on the normal-priority thread of a group commit of their own, which shares
+//!   transactions instead of one each and does not wait for the disk flush (a power loss may
+//!   take the last of them: the events after the cursor it leaves are sent again, with the
+//!   same `webhook-id`; the appends themselves are flushed before anyone can read them). A
 //!   round of deliveries starts at most every [`ROUND_SPACING`], so that under a stream of
-//!   appends each round carries several events instead of one. With 10 endpoints following 100
-//!   accounts, appends ran at 0.43× of their rate with none before these, 0.84-0.98× after
-//!   (SQLite; docs/PERFORMANCE.md).
+//!   appends each round carries several events instead of one. docs/PERFORMANCE.md has what
+//!   each of these gained.
 //! - **Several processes.** An endpoint is delivered by the process holding its lease (a row
 //!   update, renewed with every cursor write, lost when not renewed for `lease`): one at a time,
-//!   so order holds across instances.
+//!   so order holds across instances. One exception: a sender kept off the CPU for longer than
+//!   the lease's margin (a CPU full for seconds gives the idle class almost nothing) may send
+//!   one event after its lease ran out and another process took the endpoint over; the
+//!   receiver then gets that event again, late, with the same `webhook-id`, and the late
+//!   sender's writes are refused.
 
 use std::sync::Arc;
 
 use ownership::Actor;
+use std::sync::atomic::{AtomicBool, Ordering};
 use storage::{DbConnection, Failure, Store};
-use tokio::sync::{Notify, Semaphore};
+
+use tokio::sync::Semaphore;
 
 use crate::Error;
 use crate::model::Delivery;
@@ -42,19 +49,22 @@ use crate::repo::{self, NewDelivery};
 
 mod attempt;
 mod deliver;
+mod readers;
 mod settings;
 
 pub use attempt::{body, message_id};
 pub use settings::Settings;
 
 use attempt::Resolver;
+use readers::Readers;
 
 /// How long one turn of an endpoint's deliveries may go on before its slot is given back.
 const YIELD_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The least time between the starts of two rounds: an event committed within it of the last
-/// round waits for the next (the price in delivery latency), and a round carries every event
-/// that came meanwhile.
+/// The least time between the starts of two rounds, and how often the sender looks whether
+/// this process committed events: an event committed within it of the last round waits for
+/// the next (the price in delivery latency), and a round carries every event that came
+/// meanwhile.
 pub const ROUND_SPACING: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The dispatcher of this process (cheap to clone). Dropping the last clone stops it.
@@ -71,7 +81,13 @@ struct Inner {
     http: reqwest::Client,
     /// This process's name on the leases it holds.
     me: String,
-    wake: Notify,
+    /// Events were committed here since the last round. A flag the sender looks at, not a
+    /// wake-up: waking a task of the sender's runtime takes a lock that the sender, in the
+    /// idle class and descheduled, may hold, and the request thread that committed would wait
+    /// for it.
+    pending: AtomicBool,
+    /// The threads that run its reads (not in the sender's idle class).
+    readers: Readers,
     /// Endpoints a task of this process is delivering for: one task per endpoint (the lease
     /// keeps other processes out, this keeps this one's ticks from starting a second).
     busy: std::sync::Mutex<std::collections::HashSet<i64>>,
@@ -105,7 +121,8 @@ impl Dispatcher {
             settings,
             http,
             me: me.iter().map(|b| format!("{b:02x}")).collect(),
-            wake: Notify::new(),
+            pending: AtomicBool::new(false),
+            readers: Readers::start()?,
             busy: std::sync::Mutex::new(std::collections::HashSet::new()),
         });
         if inner.settings.key.is_some() {
@@ -122,9 +139,10 @@ impl Dispatcher {
         &self.inner.settings
     }
 
-    /// Events were committed: look for due endpoints now.
+    /// Events were committed: look for due endpoints at the next round (within
+    /// [`ROUND_SPACING`]).
     pub fn notify(&self) {
-        self.inner.wake.notify_one();
+        self.inner.pending.store(true, Ordering::Release);
     }
 
     /// Sends the event of delivery `delivery_id` of endpoint `endpoint_id` again, now, and logs
@@ -216,14 +234,11 @@ fn say(failure: Failure<Error>) -> String {
 /// The dispatcher thread: a runtime of its own, until the dispatcher is dropped.
 fn run(inner: std::sync::Weak<Inner>) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
-        // Database calls and name lookups (which cannot be cancelled) share these threads; at
-        // most `attempt::LOOKUPS` of them look names up, so a hung resolver leaves the rest to
-        // the database calls.
+        // Its blocking threads only look names up (at most `attempt::LOOKUPS` at once, which
+        // cannot be cancelled), in the sender's idle class; its reads run on `readers`, and its
+        // writes through its own group commit (`writes`), whose thread keeps the normal
+        // priority (it may hold the SQLite write lock an append waits for).
         .max_blocking_threads(64)
-        // Its blocking threads only read (the feed, due endpoints) and look names up: the
-        // writes go through the dispatcher's own group commit (`writes`), whose thread keeps
-        // the normal priority (it may hold the SQLite write lock an append waits for).
-        .on_thread_start(|| storage::lower_own_priority(storage::CHECKPOINTER_NICE))
         .enable_all()
         .build()
     {
@@ -247,18 +262,25 @@ fn run(inner: std::sync::Weak<Inner>) {
             let Some(strong) = inner.upgrade() else {
                 return;
             };
-            let round = tokio::time::Instant::now();
+            let started = tokio::time::Instant::now();
             if let Err(err) = Arc::clone(&strong).tick(&permits).await {
                 log::warn!("webhook dispatcher: {err}");
             }
             let poll = strong.settings.poll;
-            let wake = async { strong.wake.notified().await };
-            tokio::select! {
-                () = wake => {}
-                () = tokio::time::sleep(poll) => {}
-            }
             drop(strong);
-            tokio::time::sleep_until(round + ROUND_SPACING).await;
+            // The next round: the first look, every ROUND_SPACING from this one's start, that
+            // finds this process's commits pending, or the poll (other processes' commits).
+            let mut look = started;
+            loop {
+                look = (look + ROUND_SPACING).max(tokio::time::Instant::now());
+                tokio::time::sleep_until(look).await;
+                let Some(strong) = inner.upgrade() else {
+                    return;
+                };
+                if strong.pending.swap(false, Ordering::AcqRel) || started.elapsed() >= poll {
+                    break;
+                }
+            }
         }
     });
 }
@@ -267,15 +289,16 @@ impl Inner {
     /// Starts a delivery task for each due endpoint this process can lease.
     async fn tick(self: Arc<Self>, permits: &Arc<Semaphore>) -> Result<(), String> {
         let store = self.store.clone();
-        let due = blocking(move || {
-            store.read(|c| {
-                // Only endpoints with something after their place: an idle one costs nothing.
-                let head = ledger::repo::feed_head(c)?;
-                Ok::<_, Error>(repo::due(c, head, 256)?)
+        let due = (self.readers)
+            .run(move || {
+                store.read(|c| {
+                    // Only endpoints with something after their place: an idle one costs nothing.
+                    let head = ledger::repo::feed_head(c)?;
+                    Ok::<_, Error>(repo::due(c, head, 256)?)
+                })
             })
-        })
-        .await
-        .map_err(say)?;
+            .await
+            .map_err(say)?;
         for id in due {
             let started = self.busy.lock().is_ok_and(|mut busy| busy.insert(id));
             if !started {

@@ -69,16 +69,23 @@ pub fn insert_delivery(
     .map(delivery)
 }
 
-/// The columns [`log_deliveries`] fills, in the order of its JSON rows (`attempted_at` last,
-/// bound once for all of them).
-const LOGGED_COLUMNS: &str = "endpoint_id, message_id, event_id, attempt, outcome, \
-    response_status, latency_ms, error, next_attempt_at, manual, attempted_at";
+/// The head of [`log_deliveries`]' statement: the columns it fills, in the order of its JSON
+/// rows (`attempted_at` last, bound once for all of them).
+macro_rules! insert_into_log {
+    () => {
+        "INSERT INTO webhook_deliveries (endpoint_id, message_id, event_id, attempt, outcome, \
+         response_status, latency_ms, error, next_attempt_at, manual, attempted_at) "
+    };
+}
 
-/// Logs `attempts` at `now`, in one statement that takes them all as one JSON array: one bound
-/// value and a statement of fixed text, where a multi-row insert binds 11 values a row into a
-/// statement of its own length, prepared anew for every batch. The dispatcher logs about a
-/// hundred attempts per write, inside the SQLite write lock the appends wait for, and preparing
-/// and binding was a third of that insert's time (docs/PERFORMANCE.md).
+/// Logs `attempts` at `now` in one statement that takes them all as one JSON array: two bound
+/// values and a short statement, where a multi-row insert bound 11 values a row into a
+/// statement as long as the batch (this one is still prepared on every call, as Diesel keeps
+/// no raw SQL prepared, but it is short). The
+/// dispatcher logs about a hundred attempts per write, inside the SQLite write lock the
+/// appends wait for, and preparing and binding was a third of that insert's time
+/// (docs/PERFORMANCE.md). The two backends read JSON arrays with different SQL, hence one
+/// statement each.
 pub fn log_deliveries(
     conn: &mut DbConnection,
     attempts: &[NewDelivery<'_>],
@@ -109,9 +116,9 @@ pub fn log_deliveries(
         .map_err(|e| diesel::result::Error::SerializationError(Box::new(e)))?;
     // Rows are inserted in the array's order, so that ids follow the attempts' order.
     match conn {
-        DbConnection::Postgresql(c) => diesel::sql_query(format!(
-            "INSERT INTO webhook_deliveries ({LOGGED_COLUMNS}) \
-             SELECT (r ->> 0)::bigint, r ->> 1, (r ->> 2)::bigint, (r ->> 3)::bigint, r ->> 4, \
+        DbConnection::Postgresql(c) => diesel::sql_query(concat!(
+            insert_into_log!(),
+            "SELECT (r ->> 0)::bigint, r ->> 1, (r ->> 2)::bigint, (r ->> 3)::bigint, r ->> 4, \
                (r ->> 5)::bigint, (r ->> 6)::bigint, r ->> 7, (r ->> 8)::bigint, \
                (r ->> 9)::boolean, $2 \
              FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(r, n) ORDER BY n"
@@ -119,9 +126,9 @@ pub fn log_deliveries(
         .bind::<Text, _>(rows)
         .bind::<Text, _>(now)
         .execute(c),
-        DbConnection::Sqlite(c) => diesel::sql_query(format!(
-            "INSERT INTO webhook_deliveries ({LOGGED_COLUMNS}) \
-             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, \
+        DbConnection::Sqlite(c) => diesel::sql_query(concat!(
+            insert_into_log!(),
+            "SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, \
                value ->> 5, value ->> 6, value ->> 7, value ->> 8, value ->> 9, ?2 \
              FROM json_each(?1) ORDER BY key"
         ))
