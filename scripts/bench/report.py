@@ -410,7 +410,15 @@ DESIGN = """## Why a list costs what its page costs
   let a reader see a commit before it was on disk. The ratio therefore depends on the disk's
   flush latency against a request's CPU time: the previous run's host had `POST /notes` at
   0.80× of normal, the next one's at 0.75× (appends 0.63×, webhooks 0.80×); this run's are
-  below.
+  below. On 2026-12-07 (`perf` on the notes writer under `POST /notes`, FULL, 15.7k req/s):
+  the writer is on the CPU 68% of the time and busy 95% (the batch table below), and 40% of
+  its CPU time is the commit, most of it the WAL's `fsync`. This host's ext4 has no journal,
+  so `fsync` writes the inode's block synchronously after the data, which `fdatasync` skips
+  when only the times changed. The bundled SQLite calls `fsync` (libsqlite3-sys does not
+  define `HAVE_FDATASYNC`). A build with `-DHAVE_FDATASYNC=1` used `fdatasync` (checked with
+  `strace`) but was not faster: 8 alternating rounds on fresh files gave 13.8k req/s against
+  14.8k with `fsync`. It was not kept. The savepoint around each job (`SAVEPOINT`/`RELEASE`)
+  costs about 3% of the writer's time, so running batches without them would gain little.
 - **A savepoint's journal stays in memory.** Under load the SQLite writer thread is the busy
   one (61% of a core on CPU, the rest waiting for its flush; `top -H`, `perf`), and on
   `POST /webhook` 23% of its time went to writing a temporary file: every group-commit job runs
