@@ -163,7 +163,10 @@ seed_tokens() { # base_url backend -> prints raw tokens, one per line; the user 
 # and with 100 streams open, one per account; then the time from an append to its arrival on a
 # stream and at an endpoint, at 200 appends a second. The receiver and the stream reader stand
 # for machines of their own: they run under SCHED_IDLE (chrt --idle), so that they take from the
-# server's two cores only what the server leaves.
+# server's two cores only what the server leaves. Each following run comes right after a run with
+# nothing following (`..., before <what follows>`), and report.py compares the two: the ledger
+# grows by tens of thousands of events per run and this host drifts within minutes, so a ratio
+# against a run minutes earlier moved by up to 0.2 between two full runs of the same code.
 events_section() {
   local backend=$1 base=$2 sink_port sink_pid ids n
   ACCOUNTS=100 short "$backend" "events: appends, nothing following" "$base" scripts/bench/append_event.lua
@@ -171,6 +174,9 @@ events_section() {
   chrt --idle 0 python3 scripts/bench/events.py sink "$sink_port" > "$work/sink-$backend.log" &
   sink_pid=$!; PIDS+=("$sink_pid")
   for n in 1 10; do
+    if [ "$n" != 1 ]; then
+      ACCOUNTS=100 short "$backend" "events: appends, nothing following, before $n endpoint(s)" "$base" scripts/bench/append_event.lua
+    fi
     ids=$(python3 scripts/bench/events.py endpoints "$base" "http://127.0.0.1:$sink_port/hook" "$n")
     ACCOUNTS=100 short "$backend" "events: appends, $n endpoint(s)" "$base" scripts/bench/append_event.lua
     # shellcheck disable=SC2086 # one id per word
@@ -178,6 +184,7 @@ events_section() {
   done
   kill "$sink_pid"; wait "$sink_pid" 2>/dev/null || true
   sed 's/^/  /' "$work/sink-$backend.log"
+  ACCOUNTS=100 short "$backend" "events: appends, nothing following, before 100 open streams" "$base" scripts/bench/append_event.lua
   chrt --idle 0 python3 scripts/bench/events.py streams "$base" bench 100 > "$work/streams-$backend.log" &
   local streams_pid=$!; PIDS+=("$streams_pid")
   sleep 1

@@ -3,7 +3,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from report import parse_stages, run_seconds, stages_table
+from report import following_ratios, parse_stages, run_seconds, stages_table
 
 # Two /metrics snapshots as scripts/bench.sh `batch_stages` keeps them around a run; the ledger's
 # counters stand still between them.
@@ -53,6 +53,27 @@ class StagesTest(unittest.TestCase):
             path = Path(d) / "1__sqlite.txt"
             path.write_text("  276771 requests in 5.00s, 60.12MB read\n")
             self.assertEqual(run_seconds(path), 5.0)
+
+
+class FollowingTest(unittest.TestCase):
+    def test_each_following_run_is_compared_with_the_run_just_before_it(self):
+        def run(rps):
+            return {"sqlite": {"rps": rps}}
+        rows = {
+            "events: appends, nothing following": run(10_000),
+            "events: appends, 1 endpoint(s)": run(9_000),
+            "events: appends, nothing following, before 10 endpoint(s)": run(8_000),
+            "events: appends, 10 endpoint(s)": run(7_200),
+            "events: appends, 100 open streams": run(6_000),
+        }
+        lines = following_ratios(rows, "sqlite")
+        self.assertIn("**0.90×**", lines[0])  # the section's first run
+        self.assertIn("**0.90×**", lines[1])  # the run just before, not the first
+        self.assertIn("meets", lines[1])
+        # No run just before it (an older bench.sh): the first run.
+        self.assertIn("**0.60×**", lines[2])
+        self.assertIn("misses", lines[2])
+        self.assertEqual(following_ratios(rows, "postgres"), [])
 
 
 if __name__ == "__main__":
