@@ -2,26 +2,17 @@
 //! field for field and in the order it was logged.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ledger::FeedPosition;
-use outbound_webhooks::EventTypes;
 use outbound_webhooks::repo::{self, NewDelivery};
 use pagination::Page;
+
+mod common;
+use common::endpoint;
 
 #[test]
 fn a_logged_batch_reads_back_field_for_field_in_its_order() {
     storage::testing::on_each_backend(|_, c| {
         let now = storage::timestamp::now_sql();
-        let id = repo::insert(
-            c,
-            Some(1),
-            "http://127.0.0.1:9/hook",
-            &EventTypes::all(),
-            "salt",
-            FeedPosition::default(),
-            &now,
-        )
-        .unwrap()
-        .id;
+        let id = endpoint(c);
         // Every kind of value a column takes: nulls, large numbers, and text that JSON and SQL
         // must both carry unchanged (quotes, a backslash, a newline, non-ASCII).
         let errors = [

@@ -6,25 +6,12 @@ use std::time::Duration;
 
 use diesel::RunQueryDsl;
 use ledger::FeedPosition;
-use outbound_webhooks::EventTypes;
 use outbound_webhooks::repo::{self, Standing};
 use storage::DbConnection;
 use storage::timestamp::database_ms;
 
-fn endpoint(c: &mut DbConnection) -> i64 {
-    let now = storage::timestamp::now_sql();
-    let made = repo::insert(
-        c,
-        Some(1),
-        "http://127.0.0.1:9/hook",
-        &EventTypes::all(),
-        "salt",
-        FeedPosition::default(),
-        &now,
-    )
-    .unwrap();
-    made.id
-}
+mod common;
+use common::endpoint;
 
 fn lease_until(c: &mut DbConnection, id: i64) -> i64 {
     use outbound_webhooks::schema::webhook_endpoints as e;
