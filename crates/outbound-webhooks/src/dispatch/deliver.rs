@@ -62,8 +62,8 @@ impl Inner {
         loop {
             let store = self.store.clone();
             let (after, owner) = (cursor, endpoint.owner_id);
-            let (batch, head) = (self.readers)
-                .run(move || {
+            let (batch, head) = self
+                .read(move || {
                     store
                         .read(|c| Ok::<_, Error>(ledger::repo::feed_batch(c, after, owner, BATCH)?))
                 })

@@ -36,11 +36,10 @@
 //!   sender's writes are refused.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use ownership::Actor;
-use std::sync::atomic::{AtomicBool, Ordering};
 use storage::{DbConnection, Failure, Store};
-
 use tokio::sync::Semaphore;
 
 use crate::Error;
@@ -86,8 +85,9 @@ struct Inner {
     /// idle class and descheduled, may hold, and the request thread that committed would wait
     /// for it.
     pending: AtomicBool,
-    /// The threads that run its reads (not in the sender's idle class).
-    readers: Readers,
+    /// The threads that run its reads (not in the sender's idle class); none when it does not
+    /// send (no signing key).
+    readers: Option<Readers>,
     /// Endpoints a task of this process is delivering for: one task per endpoint (the lease
     /// keeps other processes out, this keeps this one's ticks from starting a second).
     busy: std::sync::Mutex<std::collections::HashSet<i64>>,
@@ -110,6 +110,7 @@ impl Dispatcher {
             .map_err(|e| Error::Internal(e.to_string()))?;
         let mut me = [0u8; 8];
         getrandom::fill(&mut me).map_err(|e| Error::Internal(e.to_string()))?;
+        let readers = settings.key.is_some().then(Readers::start).transpose()?;
         let inner = Arc::new(Inner {
             // Lost on a power loss, this bookkeeping is redone: the events are sent again.
             writes: storage::WriteQueue::named(
@@ -122,7 +123,7 @@ impl Dispatcher {
             http,
             me: me.iter().map(|b| format!("{b:02x}")).collect(),
             pending: AtomicBool::new(false),
-            readers: Readers::start()?,
+            readers,
             busy: std::sync::Mutex::new(std::collections::HashSet::new()),
         });
         if inner.settings.key.is_some() {
@@ -289,8 +290,8 @@ impl Inner {
     /// Starts a delivery task for each due endpoint this process can lease.
     async fn tick(self: Arc<Self>, permits: &Arc<Semaphore>) -> Result<(), String> {
         let store = self.store.clone();
-        let due = (self.readers)
-            .run(move || {
+        let due = self
+            .read(move || {
                 store.read(|c| {
                     // Only endpoints with something after their place: an idle one costs nothing.
                     let head = ledger::repo::feed_head(c)?;
@@ -319,6 +320,17 @@ impl Inner {
             });
         }
         Ok(())
+    }
+
+    /// Runs `read` on the dispatcher's reader threads.
+    async fn read<T: Send + 'static>(
+        &self,
+        read: impl FnOnce() -> Result<T, Failure<Error>> + Send + 'static,
+    ) -> Result<T, Failure<Error>> {
+        match &self.readers {
+            Some(readers) => readers.run(read).await,
+            None => Err(Failure::Op(Error::NoSigningKey)),
+        }
     }
 
     async fn write<T: Send + 'static>(
