@@ -7,7 +7,9 @@
 
 use outbound_webhooks::SigningKey;
 use outbound_webhooks::dispatch::{Dispatcher, Settings};
-use storage::testing::{TestDatabase, nice_of, nice_values_once, policy_of, threads_named};
+use storage::testing::{
+    TestDatabase, nice_of, nice_values_once, policies_once, policy_of, threads_named,
+};
 use storage::{Backend, Database, Store};
 
 #[test]
@@ -26,17 +28,7 @@ fn the_sending_thread_runs_at_the_lowest_priority() {
     assert_eq!(niced, [storage::CHECKPOINTER_NICE]);
     // The class is set after the nice value, by the same thread: wait for it too.
     const SCHED_IDLE: i32 = 5;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let policies = loop {
-        let policies: Vec<_> = threads_named("webhook-dispatc")
-            .iter()
-            .filter_map(|t| policy_of(t))
-            .collect();
-        if policies == [SCHED_IDLE] || std::time::Instant::now() > deadline {
-            break policies;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    };
+    let policies = policies_once("webhook-dispatc", SCHED_IDLE);
     assert_eq!(policies, [SCHED_IDLE]);
     // The readers: niced, but not in the idle class (a thread the sender created would be).
     let readers = nice_values_once("webhook-reads", storage::CHECKPOINTER_NICE);

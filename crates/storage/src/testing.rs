@@ -143,15 +143,24 @@ pub fn threads_named(comm: &str) -> Vec<String> {
 /// its own priority as it starts), or as they are after 10 s.
 #[cfg(target_os = "linux")]
 pub fn nice_values_once(comm: &str, expected: i32) -> Vec<i32> {
+    values_once(comm, nice_of, expected)
+}
+
+/// The scheduling policies ([`policy_of`]) of the threads named `comm`, once they all have
+/// `expected` (a thread changes its own class as it starts), or as they are after 10 s.
+#[cfg(target_os = "linux")]
+pub fn policies_once(comm: &str, expected: i32) -> Vec<i32> {
+    values_once(comm, policy_of, expected)
+}
+
+#[cfg(target_os = "linux")]
+fn values_once(comm: &str, read: fn(&str) -> Option<i32>, expected: i32) -> Vec<i32> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let niced: Vec<i32> = threads_named(comm)
-            .iter()
-            .filter_map(|t| nice_of(t))
-            .collect();
-        let settled = !niced.is_empty() && niced.iter().all(|&n| n == expected);
+        let values: Vec<i32> = threads_named(comm).iter().filter_map(|t| read(t)).collect();
+        let settled = !values.is_empty() && values.iter().all(|&n| n == expected);
         if settled || std::time::Instant::now() > deadline {
-            return niced;
+            return values;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
