@@ -22,6 +22,10 @@ PG_ADMIN="${BENCH_PG_URL-postgres://postgres@127.0.0.1:5432/test}"
 NOTES=10000
 export NOTES
 SHORT="${BENCH_SHORT:-5}"
+# Comparisons that must tell 0.85x from 0.80x (what following the appends costs, what
+# synchronous=FULL costs) run as this many pairs, each pair one run right after the other;
+# report.py takes the median round (one 5 s pair moves by 0.1-0.15 from the next on this host).
+ROUNDS="${BENCH_ROUNDS:-3}"
 ROWS="${BENCH_ROWS:-1000000}"
 WEBHOOK_SECRET="bench-secret-$(date +%s)-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 export WEBHOOK_SECRET
@@ -166,30 +170,33 @@ seed_tokens() { # base_url backend -> prints raw tokens, one per line; the user 
 # server's two cores only what the server leaves. Each following run comes right after a run with
 # nothing following (`..., before <what follows>`), and report.py compares the two: the ledger
 # grows by tens of thousands of events per run and this host drifts within minutes, so a ratio
-# against a run minutes earlier moved by up to 0.2 between two full runs of the same code.
+# against a run minutes earlier moved by up to 0.2 between two full runs of the same code. Each
+# pair runs ROUNDS times (names ending in ` #round`); report.py takes the median round.
 events_section() {
-  local backend=$1 base=$2 sink_port sink_pid ids n
-  ACCOUNTS=100 short "$backend" "events: appends, nothing following" "$base" scripts/bench/append_event.lua
+  local backend=$1 base=$2 sink_port sink_pid ids n round
   sink_port=$(free_port)
   chrt --idle 0 python3 scripts/bench/events.py sink "$sink_port" > "$work/sink-$backend.log" &
   sink_pid=$!; PIDS+=("$sink_pid")
-  for n in 1 10; do
-    if [ "$n" != 1 ]; then
-      ACCOUNTS=100 short "$backend" "events: appends, nothing following, before $n endpoint(s)" "$base" scripts/bench/append_event.lua
-    fi
-    ids=$(python3 scripts/bench/events.py endpoints "$base" "http://127.0.0.1:$sink_port/hook" "$n")
-    ACCOUNTS=100 short "$backend" "events: appends, $n endpoint(s)" "$base" scripts/bench/append_event.lua
-    # shellcheck disable=SC2086 # one id per word
-    python3 scripts/bench/events.py delete "$base" $ids
+  for round in $(seq 1 "$ROUNDS"); do
+    for n in 1 10; do
+      ACCOUNTS=100 short "$backend" "events: appends, nothing following, before $n endpoint(s) #$round" "$base" scripts/bench/append_event.lua
+      ids=$(python3 scripts/bench/events.py endpoints "$base" "http://127.0.0.1:$sink_port/hook" "$n")
+      ACCOUNTS=100 short "$backend" "events: appends, $n endpoint(s) #$round" "$base" scripts/bench/append_event.lua
+      # shellcheck disable=SC2086 # one id per word
+      python3 scripts/bench/events.py delete "$base" $ids
+    done
   done
   kill "$sink_pid"; wait "$sink_pid" 2>/dev/null || true
   sed 's/^/  /' "$work/sink-$backend.log"
-  ACCOUNTS=100 short "$backend" "events: appends, nothing following, before 100 open streams" "$base" scripts/bench/append_event.lua
-  chrt --idle 0 python3 scripts/bench/events.py streams "$base" bench 100 > "$work/streams-$backend.log" &
-  local streams_pid=$!; PIDS+=("$streams_pid")
-  sleep 1
-  ACCOUNTS=100 short "$backend" "events: appends, 100 open streams" "$base" scripts/bench/append_event.lua
-  kill "$streams_pid"; wait "$streams_pid" 2>/dev/null || true
+  local streams_pid
+  for round in $(seq 1 "$ROUNDS"); do
+    ACCOUNTS=100 short "$backend" "events: appends, nothing following, before 100 open streams #$round" "$base" scripts/bench/append_event.lua
+    chrt --idle 0 python3 scripts/bench/events.py streams "$base" bench 100 >> "$work/streams-$backend.log" &
+    streams_pid=$!; PIDS+=("$streams_pid")
+    sleep 1
+    ACCOUNTS=100 short "$backend" "events: appends, 100 open streams #$round" "$base" scripts/bench/append_event.lua
+    kill "$streams_pid"; wait "$streams_pid" 2>/dev/null || true
+  done
   sed 's/^/  /' "$work/streams-$backend.log"
   python3 scripts/bench/events.py latency "$base" "$results" "$backend" --seconds "$SHORT" --rate 200
 }
@@ -310,7 +317,9 @@ bench_backend sqlite "sqlite://$work/bench.db" "$work/bench.db"
 # fresh SQLite files set up alike, one with SQLITE_SYNCHRONOUS=normal (the documented opt-out),
 # and each write route run on the one and then at once on the other, so that the ratio compares
 # neighbouring seconds on the same kind of file (the main section's FULL rows ran minutes
-# earlier, on a database the other routes had written to).
+# earlier, on a database the other routes had written to). Each pair runs ROUNDS times, FULL
+# first in odd rounds and normal first in even ones (a drift within a pair then cancels out
+# across rounds); report.py takes the median round.
 bench_sqlite_durability() {
   echo "== sqlite, synchronous=FULL against synchronous=normal"
   local full normal pids=()
@@ -323,21 +332,24 @@ bench_sqlite_durability() {
   seed_notes sqlite "$work/normal.db"
   open_bench_accounts "$full"
   open_bench_accounts "$normal"
-  local mode base
-  for mode in FULL normal; do
-    if [ "$mode" = FULL ]; then base=$full; else base=$normal; fi
-    load sqlite "POST /notes (synchronous=$mode)" "$base/notes" scripts/bench/post_note.lua
-  done
-  for mode in FULL normal; do
-    if [ "$mode" = FULL ]; then base=$full; else base=$normal; fi
-    ACCOUNTS=100 load sqlite "POST /accounts/{id}/events (100 accounts, synchronous=$mode)" "$base" scripts/bench/append_event.lua
-  done
-  # One pool serves both servers (two databases: no delivery is a replay on either), signed
-  # just before the pair of runs.
-  python3 scripts/bench/webhook_pool.py --secret "$WEBHOOK_SECRET" --count $((DURATION * 40000)) --out "$work/pool-durability"
-  for mode in FULL normal; do
-    if [ "$mode" = FULL ]; then base=$full; else base=$normal; fi
-    WEBHOOK_POOL="$work/pool-durability" load sqlite "POST /webhook (1 KB, signed, synchronous=$mode)" "$base/webhook" scripts/bench/post_webhook.lua
+  local mode base round modes
+  for round in $(seq 1 "$ROUNDS"); do
+    if [ $((round % 2)) = 1 ]; then modes="FULL normal"; else modes="normal FULL"; fi
+    for mode in $modes; do
+      if [ "$mode" = FULL ]; then base=$full; else base=$normal; fi
+      load sqlite "POST /notes (synchronous=$mode) #$round" "$base/notes" scripts/bench/post_note.lua
+    done
+    for mode in $modes; do
+      if [ "$mode" = FULL ]; then base=$full; else base=$normal; fi
+      ACCOUNTS=100 load sqlite "POST /accounts/{id}/events (100 accounts, synchronous=$mode) #$round" "$base" scripts/bench/append_event.lua
+    done
+    # One pool serves both servers (two databases: no delivery is a replay on either), signed
+    # just before the pair of runs.
+    python3 scripts/bench/webhook_pool.py --secret "$WEBHOOK_SECRET" --count $((DURATION * 40000)) --out "$work/pool-durability"
+    for mode in $modes; do
+      if [ "$mode" = FULL ]; then base=$full; else base=$normal; fi
+      WEBHOOK_POOL="$work/pool-durability" load sqlite "POST /webhook (1 KB, signed, synchronous=$mode) #$round" "$base/webhook" scripts/bench/post_webhook.lua
+    done
   done
   stop_server "${pids[0]}"
   stop_server "${pids[1]}"
@@ -371,7 +383,9 @@ Method: release build; {$NOTES} seeded notes; \`wrk -t1 -c$CONNS -d${DURATION}s 
 with its default workers (one per core) on the same machine as wrk; SQLite in WAL mode
 (synchronous=FULL, the default, pool 8; the rows marked synchronous=FULL and synchronous=normal
 ran on two fresh files set up alike, one server with the opt-out, each route on the one and then
-on the other); PostgreSQL 15 local (pool 16). The wrk scripts format their
+on the other, $ROUNDS rounds, the order swapped every round); PostgreSQL 15 local (pool 16). Rows
+ending in \`#k\` are round k of a pair run one right after the other, and each ratio drawn from
+them is the median round's. The wrk scripts format their
 requests once, before the run (scripts/bench/*.lua), so wrk takes the same small share of the
 cores for every route; webhook deliveries are signed at the second they are expected to be sent
 (40,000 per second of the run, scripts/bench/webhook_pool.py), as a real sender signs. The ceiling is
@@ -383,7 +397,7 @@ then every write route (\`wrk -d${SHORT}s\`, scripts/bench/pools.py and replay.l
 targets for DELETE and unique names, random seeded rows otherwise). Peak server memory (VmHWM)
 is read after each section (table below).
 
-Reproduce: \`just bench\` (installs wrk if missing). Knobs: BENCH_DURATION, BENCH_SHORT, BENCH_ROWS, BENCH_CONNECTIONS, BENCH_PG_URL.
+Reproduce: \`just bench\` (installs wrk if missing). Knobs: BENCH_DURATION, BENCH_SHORT, BENCH_ROWS, BENCH_CONNECTIONS, BENCH_ROUNDS, BENCH_PG_URL.
 """
 json.dump({"header": header}, open("$results/meta.json", "w"))
 PY

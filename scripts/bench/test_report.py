@@ -3,7 +3,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from report import following_ratios, parse_stages, run_seconds, stages_table
+from report import following_ratios, paired, parse_stages, run_seconds, stages_table
 
 # Two /metrics snapshots as scripts/bench.sh `batch_stages` keeps them around a run; the ledger's
 # counters stand still between them.
@@ -55,24 +55,48 @@ class StagesTest(unittest.TestCase):
             self.assertEqual(run_seconds(path), 5.0)
 
 
+def run(rps):
+    return {"sqlite": {"rps": rps}}
+
+
+class PairedTest(unittest.TestCase):
+    def test_the_median_round_is_reported_with_every_round(self):
+        rows = {
+            "a #1": run(9_000), "b #1": run(10_000),    # 0.90
+            "a #2": run(6_000), "b #2": run(10_000),    # 0.60
+            "a #3": run(8_000), "b #3": run(10_000),    # 0.80
+        }
+        ratio, ours, base, each = paired(rows, "sqlite", "a", "b")
+        self.assertAlmostEqual(ratio, 0.8)
+        self.assertEqual((ours["rps"], base["rps"]), (8_000, 10_000))
+        self.assertEqual([round(r, 2) for r in each], [0.9, 0.6, 0.8])
+
+    def test_an_even_number_of_rounds_takes_the_lower_middle(self):
+        rows = {"a #1": run(9), "b #1": run(10), "a #2": run(7), "b #2": run(10)}
+        self.assertAlmostEqual(paired(rows, "sqlite", "a", "b")[0], 0.7)
+
+    def test_plain_names_are_one_round_and_a_missing_pair_none(self):
+        rows = {"a": run(9), "b": run(10), "c #1": run(5)}
+        self.assertAlmostEqual(paired(rows, "sqlite", "a", "b")[0], 0.9)
+        self.assertIsNone(paired(rows, "sqlite", "c", "b"))
+        self.assertIsNone(paired(rows, "postgres", "a", "b"))
+
+
 class FollowingTest(unittest.TestCase):
     def test_each_following_run_is_compared_with_the_run_just_before_it(self):
-        def run(rps):
-            return {"sqlite": {"rps": rps}}
-        rows = {
-            "events: appends, nothing following": run(10_000),
-            "events: appends, 1 endpoint(s)": run(9_000),
-            "events: appends, nothing following, before 10 endpoint(s)": run(8_000),
-            "events: appends, 10 endpoint(s)": run(7_200),
-            "events: appends, 100 open streams": run(6_000),
-        }
+        rows = {}
+        for k, (alone, ten) in enumerate([(8_000, 7_200), (9_000, 6_300), (10_000, 9_500)], start=1):
+            rows[f"events: appends, nothing following, before 10 endpoint(s) #{k}"] = run(alone)
+            rows[f"events: appends, 10 endpoint(s) #{k}"] = run(ten)
+        rows["events: appends, nothing following, before 100 open streams #1"] = run(10_000)
+        rows["events: appends, 100 open streams #1"] = run(6_000)
         lines = following_ratios(rows, "sqlite")
-        self.assertIn("**0.90×**", lines[0])  # the section's first run
-        self.assertIn("**0.90×**", lines[1])  # the run just before, not the first
-        self.assertIn("meets", lines[1])
-        # No run just before it (an older bench.sh): the first run.
-        self.assertIn("**0.60×**", lines[2])
-        self.assertIn("misses", lines[2])
+        self.assertEqual(len(lines), 2)  # no 1-endpoint rounds
+        self.assertIn("**0.90×**", lines[0])  # the median of 0.90, 0.70, 0.95
+        self.assertIn("median of 3 rounds: 0.90×, 0.70×, 0.95×", lines[0])
+        self.assertIn("meets", lines[0])
+        self.assertIn("**0.60×**", lines[1])
+        self.assertIn("misses", lines[1])
         self.assertEqual(following_ratios(rows, "postgres"), [])
 
 
