@@ -387,7 +387,7 @@ DESIGN = """## Why a list costs what its page costs
   four threads of their own, started before it changes class, at nice 19 in the normal class
   (a thread it started would be in the idle class for good, and a read starved there would
   hold a pooled connection). And **a round's attempts are logged by one statement of fixed text** that takes
-  them as one JSON array (`json_each` on SQLite, `jsonb_array_elements` on PostgreSQL)
+  them as one JSON array (`json_each`, now `jsonb_each`, on SQLite; `jsonb_array_elements` on PostgreSQL)
   instead of a multi-row insert binding 11 values a row: the dispatcher's batch now runs
   0.65–0.85 ms inside the write lock, statements and commit (1.0–1.5 ms before, on a slower
   host: not a same-host comparison). On
@@ -403,7 +403,21 @@ DESIGN = """## Why a list costs what its page costs
   no difference. Each ratio was against the section's first run, minutes earlier, with tens
   of thousands fewer events in the ledger; **each following run now comes right after a run
   with nothing following, and is compared with that one** (the table's `..., before ...`
-  rows), as the 1M lists are with the point read just before them.
+  rows), as the 1M lists are with the point read just before them. Even so one 5 s pair
+  moved by 0.1–0.15 from the next, so **each pair now runs three times and the report takes
+  the median round** (`BENCH_ROUNDS`; the same for `synchronous=FULL` against `normal`, whose
+  order swaps every round). The first such run (2026-12-08, commit 42b0db7) had every median
+  at 0.85× or more but SQLite's 10 endpoints, 0.84× (rounds 0.91×, 0.79×, 0.84×). What those
+  ten cost there is the delivery log's rows under the one write lock: with the dispatcher
+  far behind (about 5,000 deliveries a second across the ten, sending on leftover CPU) its
+  writer held the lock 5–6% of each second, 0.6–0.9 ms per batch of about 100 rows, and the
+  appends' writer waited that long for it. Half of that writer's CPU was SQLite's JSON work:
+  `json_each` handed each row to the ten `->>` as text, which each of them parsed again.
+  `jsonb_each` hands it over as JSONB: the JSON work halved and the batch ran about 15%
+  shorter (`perf` and `db_batch_seconds`; appends with 10 endpoints against none on one
+  server, six rounds each: 0.66–0.93×, median about 0.82×, before; 0.78–0.95×, median about
+  0.88×, after). Dropping the log's `AUTOINCREMENT` or its foreign key made no difference
+  (100 rows in 0.47–0.50 ms either way, measured apart).
 - **What `synchronous=FULL` costs is flush latency, not the write lock.** Moving the flush out
   of the write lock was tried (batches committed with `synchronous=NORMAL`, a thread doing one
   `fdatasync` of the WAL for every batch committed before it began, callers answered after it,
