@@ -417,7 +417,13 @@ DESIGN = """## Why a list costs what its page costs
   shorter (`perf` and `db_batch_seconds`; appends with 10 endpoints against none on one
   server, six rounds each: 0.66–0.93×, median about 0.82×, before; 0.78–0.95×, median about
   0.88×, after). Dropping the log's `AUTOINCREMENT` or its foreign key made no difference
-  (100 rows in 0.47–0.50 ms either way, measured apart).
+  (100 rows in 0.47–0.50 ms either way, measured apart). This run (commit 36134ba, with
+  `jsonb_each`) had SQLite's three medians at 0.90–0.93× and PostgreSQL's 10 endpoints at
+  0.84× (rounds 0.86×, 0.66×, 0.84×), where the run before had them at 0.92×: each
+  10-endpoint median sits within the rounds' spread of the 0.85× line on both backends. On
+  PostgreSQL the dispatcher's statements run in server processes of normal priority, which
+  its idle-class sender cannot lend its class to, and each of the ten endpoints reads the
+  same owner's feed once a round.
 - **What `synchronous=FULL` costs is flush latency, not the write lock.** Moving the flush out
   of the write lock was tried (batches committed with `synchronous=NORMAL`, a thread doing one
   `fdatasync` of the WAL for every batch committed before it began, callers answered after it,
