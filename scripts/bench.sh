@@ -332,23 +332,22 @@ bench_sqlite_durability() {
   seed_notes sqlite "$work/normal.db"
   open_bench_accounts "$full"
   open_bench_accounts "$normal"
-  local mode base round modes
+  local mode round modes
+  # server_in MODE: the base URL of the server in that mode.
+  server_in() { if [ "$1" = FULL ]; then echo "$full"; else echo "$normal"; fi; }
   for round in $(seq 1 "$ROUNDS"); do
     if [ $((round % 2)) = 1 ]; then modes="FULL normal"; else modes="normal FULL"; fi
     for mode in $modes; do
-      if [ "$mode" = FULL ]; then base=$full; else base=$normal; fi
-      load sqlite "POST /notes (synchronous=$mode) #$round" "$base/notes" scripts/bench/post_note.lua
+      load sqlite "POST /notes (synchronous=$mode) #$round" "$(server_in "$mode")/notes" scripts/bench/post_note.lua
     done
     for mode in $modes; do
-      if [ "$mode" = FULL ]; then base=$full; else base=$normal; fi
-      ACCOUNTS=100 load sqlite "POST /accounts/{id}/events (100 accounts, synchronous=$mode) #$round" "$base" scripts/bench/append_event.lua
+      ACCOUNTS=100 load sqlite "POST /accounts/{id}/events (100 accounts, synchronous=$mode) #$round" "$(server_in "$mode")" scripts/bench/append_event.lua
     done
     # One pool serves both servers (two databases: no delivery is a replay on either), signed
     # just before the pair of runs.
     python3 scripts/bench/webhook_pool.py --secret "$WEBHOOK_SECRET" --count $((DURATION * 40000)) --out "$work/pool-durability"
     for mode in $modes; do
-      if [ "$mode" = FULL ]; then base=$full; else base=$normal; fi
-      WEBHOOK_POOL="$work/pool-durability" load sqlite "POST /webhook (1 KB, signed, synchronous=$mode) #$round" "$base/webhook" scripts/bench/post_webhook.lua
+      WEBHOOK_POOL="$work/pool-durability" load sqlite "POST /webhook (1 KB, signed, synchronous=$mode) #$round" "$(server_in "$mode")/webhook" scripts/bench/post_webhook.lua
     done
   done
   stop_server "${pids[0]}"
